@@ -1,0 +1,269 @@
+import { timingSafeEqual } from 'node:crypto';
+import { BlockList, isIP } from 'node:net';
+import type { Logger } from 'pino';
+import { applyPlan } from '../billing/apply-plan.ts';
+import type { Config, PlanId } from '../config/config.ts';
+import type { Bus } from '../shared/bus.ts';
+import { GatewayError } from '../shared/gateway-error.ts';
+import { type Clock, newId } from '../shared/ids.ts';
+import type { LimitOverrides } from '../store/accounts-repo.ts';
+import type { AccountRecord, ApiKeyRecord } from '../store/records.ts';
+import type { Store } from '../store/store.ts';
+import { createSecret, hashSecret, isPlausibleSecret } from './api-key-secret.ts';
+import type { KeyCache } from './key-cache.ts';
+import type { Mailer } from './mailer.ts';
+import { hashPassword } from './passwords.ts';
+
+const DAY_MS = 86_400_000;
+const EMAIL_TOKEN_TTL_MS = 2 * DAY_MS;
+const ADMIN_KEY_SETTING = 'admin_key_hash';
+
+/** Who a request is: the operator, or a user's key and its account. */
+export type Principal = { kind: 'admin' } | { kind: 'user'; key: ApiKeyRecord; account: AccountRecord };
+
+export interface IssuedKey {
+  id: string;
+  name: string;
+  prefix: string;
+  /** The secret: returned once, at creation or rotation. */
+  key: string;
+  allowed_ips: string[] | null;
+  created_at: string;
+}
+
+export interface AccountsOptions {
+  store: Store;
+  config: Config;
+  clock: Clock;
+  mailer: Mailer;
+  cache: KeyCache;
+  bus: Bus;
+  logger: Logger;
+}
+
+/** Registration, verification, authentication, keys and the operator's account controls. */
+export class AccountsService {
+  readonly #o: AccountsOptions;
+  #adminHash: Buffer | undefined;
+
+  constructor(options: AccountsOptions) {
+    this.#o = options;
+    options.bus.subscribe((message) => options.cache.invalidate(message));
+  }
+
+  /**
+   * Makes sure an admin key exists: the one `TOLLGATE_ADMIN_KEY` gives, or one created on the first start.
+   * Resolves to the new secret when this call created it (to print once), else undefined.
+   */
+  async ensureAdminKey(): Promise<string | undefined> {
+    const { config, store } = this.#o;
+    if (config.adminKey) {
+      this.#adminHash = Buffer.from(hashSecret(config.adminKey), 'hex');
+      return undefined;
+    }
+    const fresh = createSecret('tg-admin-');
+    const stored = await store.system.settingOnce(ADMIN_KEY_SETTING, fresh.hash);
+    this.#adminHash = Buffer.from(stored, 'hex');
+    return stored === fresh.hash ? fresh.secret : undefined;
+  }
+
+  /** Creates an account on the Free Trial with its trial credit, first key and a verification token. */
+  async register(email: string, password: string): Promise<{ account: AccountRecord; apiKey: IssuedKey }> {
+    const { store, config, clock, mailer, logger } = this.#o;
+    const now = clock();
+    const normalized = email.trim().toLowerCase();
+    const passwordHash = await hashPassword(password);
+    const account: AccountRecord = {
+      id: newId('acct'),
+      email: normalized,
+      passwordHash,
+      emailVerified: false,
+      status: 'active',
+      plan: 'free_trial',
+      planExpiresAt: null,
+      rpmLimit: null,
+      tpmLimit: null,
+      dailyTokenLimit: null,
+      creditLimitMicros: 0,
+      debtMicros: 0,
+      heldMicros: 0,
+      createdAt: now,
+      lastActiveAt: null,
+    };
+    const token = createSecret('ev-');
+    const issued = await store.transaction(async (tx) => {
+      if (await tx.accounts.byEmail(normalized)) throw new GatewayError('conflict', 'an account with this e-mail already exists');
+      await tx.accounts.insert(account);
+      await tx.ledger.addGrant({
+        id: newId('grant'),
+        accountId: account.id,
+        kind: 'trial',
+        amountMicros: config.trialCreditMicros,
+        remainingMicros: config.trialCreditMicros,
+        expiresAt: now + config.trialDays * DAY_MS,
+        createdAt: now,
+        source: 'registration',
+      });
+      await tx.accounts.insertEmailToken(token.hash, account.id, now + EMAIL_TOKEN_TTL_MS);
+      return this.#insertKey(tx, account.id, 'default', null, now);
+    }).catch((error: unknown) => {
+      // Two registrations racing past the check: the unique index decides, and the loser hears 409.
+      if (error instanceof GatewayError) throw error;
+      if (/unique|duplicate/i.test(String((error as Error).message))) {
+        throw new GatewayError('conflict', 'an account with this e-mail already exists', { cause: error });
+      }
+      throw error;
+    });
+    const link = `${config.publicUrl}/api/auth/verify-email (POST {"token":"${token.secret}"})`;
+    mailer
+      .send({ to: normalized, subject: 'Verify your Tollgate e-mail address', text: `Your verification token: ${token.secret}\n${link}` })
+      .catch((error: unknown) => logger.warn({ err: error, accountId: account.id }, 'verification e-mail failed'));
+    return { account, apiKey: issued };
+  }
+
+  /** Marks the token's account verified; an unknown, used or expired token is a 400. */
+  async verifyEmail(token: string): Promise<AccountRecord> {
+    const { store, clock } = this.#o;
+    const result = await store.accounts.consumeEmailToken(hashSecret(token), clock());
+    if (typeof result === 'string') {
+      const why = { unknown: 'is not valid', used: 'was already used', expired: 'has expired' }[result];
+      throw new GatewayError('invalid_request', `verification token ${why}`);
+    }
+    await store.accounts.markVerified(result.accountId);
+    const account = await store.accounts.byId(result.accountId);
+    if (!account) throw new GatewayError('invalid_request', 'verification token is not valid');
+    return account;
+  }
+
+  /**
+   * Resolves a bearer secret to its principal: 401 when unknown, 403 when revoked, suspended or used from
+   * an address outside the key's allow-list. Served from the in-process cache after the first lookup.
+   */
+  async authenticate(secret: string | undefined, clientIp: string): Promise<Principal> {
+    if (!secret || !isPlausibleSecret(secret)) throw new GatewayError('unauthorized', 'missing or invalid API key');
+    const hash = hashSecret(secret);
+    if (this.#adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#adminHash)) return { kind: 'admin' };
+    const { cache, store, clock } = this.#o;
+    const now = clock();
+    let entry = cache.get(hash, now);
+    if (!entry) {
+      const found = await store.accounts.keyWithAccount(hash);
+      if (!found) throw new GatewayError('unauthorized', 'missing or invalid API key');
+      cache.set(hash, found.key, found.account, now);
+      entry = { ...found, expiresAt: 0 };
+    }
+    if (entry.key.status === 'revoked') throw new GatewayError('forbidden', 'this API key has been revoked');
+    if (entry.account.status === 'suspended') throw new GatewayError('forbidden', 'this account is suspended');
+    if (entry.key.allowedIps && !ipAllowed(entry.key.allowedIps, clientIp)) {
+      throw new GatewayError('forbidden', `this API key may not be used from ${clientIp}`);
+    }
+    return { kind: 'user', key: entry.key, account: entry.account };
+  }
+
+  async listKeys(accountId: string): Promise<ApiKeyRecord[]> {
+    return this.#o.store.accounts.keysOf(accountId);
+  }
+
+  async createKey(accountId: string, name: string, allowedIps: string[] | null): Promise<IssuedKey> {
+    return this.#insertKey(this.#o.store, accountId, name, allowedIps, this.#o.clock());
+  }
+
+  async revokeKey(accountId: string, keyId: string): Promise<ApiKeyRecord> {
+    const { store, clock } = this.#o;
+    const key = await this.#ownKey(accountId, keyId);
+    await store.accounts.revokeKey(key.id, clock());
+    await this.#invalidate({ keyId });
+    return { ...key, status: 'revoked' };
+  }
+
+  /** Gives the key a new secret; the old one stops working at once. */
+  async rotateKey(accountId: string, keyId: string): Promise<IssuedKey> {
+    const key = await this.#ownKey(accountId, keyId);
+    if (key.status === 'revoked') throw new GatewayError('invalid_request', 'a revoked key cannot be rotated');
+    const fresh = createSecret();
+    await this.#o.store.accounts.replaceKeySecret(key.id, fresh.hash, fresh.prefix);
+    await this.#invalidate({ keyId });
+    return issued(key.id, key.name, fresh.secret, fresh.prefix, key.allowedIps, key.createdAt);
+  }
+
+  async listAccounts(search: string, limit: number, offset: number): Promise<{ accounts: AccountRecord[]; total: number }> {
+    return this.#o.store.accounts.list(search, limit, offset);
+  }
+
+  async account(id: string): Promise<AccountRecord> {
+    const account = await this.#o.store.accounts.byId(id);
+    if (!account) throw new GatewayError('not_found', `no account ${id}`);
+    return account;
+  }
+
+  async setStatus(id: string, status: 'active' | 'suspended'): Promise<AccountRecord> {
+    if (!(await this.#o.store.accounts.setStatus(id, status))) throw new GatewayError('not_found', `no account ${id}`);
+    await this.#invalidate({ accountId: id });
+    return this.account(id);
+  }
+
+  async setPlan(id: string, planId: PlanId): Promise<AccountRecord> {
+    const { store, config, clock } = this.#o;
+    const plan = config.plans.get(planId);
+    if (!plan) throw new GatewayError('invalid_request', `plan must be one of ${[...config.plans.keys()].join(', ')}`);
+    const applied = await store.transaction(async (tx) => applyPlan(tx, id, plan, clock(), 'admin'));
+    if (applied === null && !(await store.accounts.byId(id))) throw new GatewayError('not_found', `no account ${id}`);
+    await this.#invalidate({ accountId: id });
+    return this.account(id);
+  }
+
+  async setLimits(id: string, limits: LimitOverrides): Promise<AccountRecord> {
+    if (!(await this.#o.store.accounts.setLimits(id, limits))) throw new GatewayError('not_found', `no account ${id}`);
+    await this.#invalidate({ accountId: id });
+    return this.account(id);
+  }
+
+  /** Drops cached keys here and, through the bus, on every other instance. */
+  async #invalidate(target: { accountId?: string; keyId?: string }): Promise<void> {
+    this.#o.cache.invalidate(target);
+    await this.#o.bus.publish(target).catch((error: unknown) => this.#o.logger.warn({ err: error }, 'invalidation not published'));
+  }
+
+  async #ownKey(accountId: string, keyId: string): Promise<ApiKeyRecord> {
+    const key = await this.#o.store.accounts.keyOf(accountId, keyId);
+    if (!key) throw new GatewayError('not_found', `no key ${keyId}`);
+    return key;
+  }
+
+  async #insertKey(store: Store, accountId: string, name: string, allowedIps: string[] | null, now: number): Promise<IssuedKey> {
+    const fresh = createSecret();
+    const id = newId('key');
+    await store.accounts.insertKey({ id, accountId, name, prefix: fresh.prefix, secretHash: fresh.hash, allowedIps, status: 'active', createdAt: now, revokedAt: null });
+    return issued(id, name, fresh.secret, fresh.prefix, allowedIps, now);
+  }
+}
+
+function issued(id: string, name: string, key: string, prefix: string, allowedIps: string[] | null, createdAt: number): IssuedKey {
+  return { id, name, prefix, key, allowed_ips: allowedIps, created_at: new Date(createdAt).toISOString() };
+}
+
+/** Whether an address falls inside one of the CIDR blocks (IPv4-mapped IPv6 addresses count as IPv4). */
+export function ipAllowed(cidrs: readonly string[], ip: string): boolean {
+  const address = ip.startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip;
+  const family = isIP(address);
+  if (family === 0) return false;
+  const list = new BlockList();
+  for (const cidr of cidrs) {
+    const [network = '', bits] = cidr.split('/');
+    const networkFamily = isIP(network);
+    if (networkFamily === 0) continue;
+    const type = networkFamily === 4 ? 'ipv4' : 'ipv6';
+    list.addSubnet(network, bits === undefined ? (networkFamily === 4 ? 32 : 128) : Number(bits), type);
+  }
+  return list.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/** Whether a string is an IPv4 or IPv6 CIDR block (or a single address). */
+export function isCidr(value: string): boolean {
+  const [network = '', bits, extra] = value.split('/');
+  const family = isIP(network);
+  if (family === 0 || extra !== undefined) return false;
+  if (bits === undefined) return true;
+  const n = Number(bits);
+  return /^\d+$/.test(bits) && n >= 0 && n <= (family === 4 ? 32 : 128);
+}

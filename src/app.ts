@@ -1,0 +1,46 @@
+import { randomBytes } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import './http/fastify-types.ts';
+import { installAuth } from './http/auth-hook.ts';
+import { installErrorHandling, RouteTable } from './http/error-handler.ts';
+import { accountRoutes } from './http/routes/account-routes.ts';
+import { adminRoutes } from './http/routes/admin-routes.ts';
+import { authRoutes } from './http/routes/auth-routes.ts';
+import { keyRoutes } from './http/routes/key-routes.ts';
+import { publicRoutes } from './http/routes/public-routes.ts';
+import type { Services } from './services.ts';
+
+/** Request ids: a random per-process prefix and a counter, unique across instances and restarts. */
+function createRequestIds(): () => string {
+  const prefix = `req_${randomBytes(9).toString('base64url')}`;
+  let counter = 0;
+  return () => `${prefix}${(counter++).toString(36)}`;
+}
+
+/** Builds the HTTP application over the services: wiring only, no listening. */
+export function createApp(services: Services): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: services.logger as FastifyBaseLogger,
+    // No per-request access log: usage records and /metrics carry that, without a synchronous write per request.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: services.config.bodyLimitBytes,
+    genReqId: createRequestIds(),
+    trustProxy: process.env['TOLLGATE_TRUST_PROXY'] === 'true',
+    return503OnClosing: true,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+  });
+  const routes = new RouteTable();
+  app.addHook('onRoute', (route) => routes.add(route.url, route.method));
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  installErrorHandling(app, routes);
+  installAuth(app, services.accounts);
+
+  publicRoutes(app, services);
+  authRoutes(app, services);
+  keyRoutes(app, services);
+  accountRoutes(app, services);
+  adminRoutes(app, services);
+  return app;
+}

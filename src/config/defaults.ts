@@ -1,0 +1,76 @@
+import type { ModelConfig, PlanConfig, PlanId, ProviderConfig } from './config.ts';
+
+const USD = 1_000_000;
+
+type CatalogEntry = Omit<ModelConfig, 'deployments' | 'fallbacks'>;
+
+/** The spec's six models: context windows and list prices (USD per 1M tokens, held as µUSD per 1M). */
+export const MODEL_CATALOG: readonly CatalogEntry[] = [
+  entry('model-a', 'Top reasoning and coding performer', 262_144, 32_768, 3.5, 18, 'medium'),
+  entry('model-b', 'Cost-efficient, fast', 65_536, 8_192, 0.13, 0.13, 'fast'),
+  entry('model-c', 'Multilingual, long context', 131_072, 16_384, 0.3, 0.3, 'fast'),
+  entry('model-d', 'Reasoning and math', 131_072, 32_768, 0.8, 0.8, 'medium'),
+  entry('model-e', 'Chinese-language value model', 32_768, 8_192, 0.1, 0.1, 'fast'),
+  entry('model-f', 'Enterprise reliability', 32_768, 8_192, 0.15, 0.15, 'fast'),
+];
+
+function entry(
+  id: string,
+  description: string,
+  contextWindow: number,
+  maxOutputTokens: number,
+  inputUsdPerMillion: number,
+  outputUsdPerMillion: number,
+  latencyClass: 'fast' | 'medium',
+): CatalogEntry {
+  return {
+    id,
+    description,
+    contextWindow,
+    maxOutputTokens,
+    defaultMaxTokens: 4_096,
+    inputMicrosPerMillion: Math.round(inputUsdPerMillion * USD),
+    outputMicrosPerMillion: Math.round(outputUsdPerMillion * USD),
+    latencyClass,
+  };
+}
+
+export const SIMULATOR_PROVIDER: ProviderConfig = {
+  id: 'simulator',
+  type: 'simulator',
+  baseUrl: 'simulator://local',
+  apiKey: undefined,
+  headers: {},
+  chunkIntervalMs: 20,
+  firstTokenMs: 0,
+};
+
+/** The spec's four plans with its limits; prices and allowances are Tollgate's defaults. */
+export const DEFAULT_PLANS: ReadonlyMap<PlanId, PlanConfig> = new Map<PlanId, PlanConfig>([
+  ['free_trial', plan('free_trial', 'Free Trial', 10, 50_000, 500_000, 0, 0, false)],
+  ['starter', plan('starter', 'Starter', 60, 300_000, 5_000_000, 20 * USD, 20 * USD, true)],
+  ['pro', plan('pro', 'Pro', 300, 1_500_000, 25_000_000, 100 * USD, 100 * USD, true)],
+  ['enterprise', plan('enterprise', 'Enterprise', null, null, null, 0, 0, false)],
+]);
+
+function plan(
+  id: PlanId,
+  name: string,
+  requestsPerMinute: number | null,
+  tokensPerMinute: number | null,
+  dailyTokens: number | null,
+  monthlyPriceMicros: number,
+  monthlyAllowanceMicros: number,
+  purchasable: boolean,
+): PlanConfig {
+  return {
+    id,
+    name,
+    requestsPerMinute,
+    tokensPerMinute,
+    dailyTokens,
+    monthlyPriceMicros,
+    monthlyAllowanceMicros,
+    purchasable,
+  };
+}

@@ -1,0 +1,70 @@
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { GatewayError } from '../shared/gateway-error.ts';
+
+/** Maps anything thrown into the spec's error object; the only place that does. */
+export function toGatewayError(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  const fastifyError = error as Partial<FastifyError>;
+  if (fastifyError.validation) {
+    const where = fastifyError.validationContext ?? 'body';
+    const first = fastifyError.validation[0];
+    const field = first?.instancePath ? `${where}${first.instancePath.replaceAll('/', '.')}` : where;
+    const detail = first?.keyword === 'additionalProperties'
+      ? `has unknown field ${String((first.params as { additionalProperty?: string }).additionalProperty)}`
+      : (first?.message ?? 'is invalid');
+    return new GatewayError('invalid_request', `${field} ${detail}`, { cause: error });
+  }
+  if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new GatewayError('payload_too_large', 'request body is too large', { cause: error });
+  }
+  const status = fastifyError.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const message = fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+      ? 'Content-Type must be application/json'
+      : (fastifyError.message ?? 'bad request');
+    return new GatewayError('invalid_request', message, { cause: error, status });
+  }
+  return new GatewayError('internal_error', 'internal error', { cause: error });
+}
+
+/** Writes a GatewayError as the spec's error response, with Retry-After where it applies. */
+export function sendError(reply: FastifyReply, error: GatewayError): FastifyReply {
+  if (error.retryAfterMs !== undefined) {
+    reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))));
+    reply.header('retry-after-ms', String(Math.max(0, Math.ceil(error.retryAfterMs))));
+  }
+  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+  return reply.status(error.status).type('application/json').send(error.toBody());
+}
+
+/** Installs the error handler and the not-found handler that also answers 405 for a known path. */
+export function installErrorHandling(app: FastifyInstance, routes: RouteTable): void {
+  app.setErrorHandler((error, request, reply) => {
+    const gatewayError = toGatewayError(error);
+    if (gatewayError.status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendError(reply, gatewayError);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const methods = routes.methodsFor(path);
+    if (methods.length > 0) {
+      reply.header('allow', methods.join(', '));
+      return sendError(reply, new GatewayError('method_not_allowed', `${request.method} is not allowed on ${path}`));
+    }
+    return sendError(reply, new GatewayError('not_found', `no route ${request.method} ${path}`));
+  });
+}
+
+/** The registered routes' path patterns, to tell a wrong method (405) from an unknown path (404). */
+export class RouteTable {
+  readonly #routes: { pattern: RegExp; method: string }[] = [];
+
+  add(url: string, method: string | string[]): void {
+    const pattern = new RegExp(`^${url.replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}/?$`);
+    for (const m of Array.isArray(method) ? method : [method]) this.#routes.push({ pattern, method: m });
+  }
+
+  methodsFor(path: string): string[] {
+    return [...new Set(this.#routes.filter((route) => route.pattern.test(path)).map((route) => route.method))];
+  }
+}

@@ -1,0 +1,77 @@
+import type { PlanConfig, ModelConfig } from '../config/config.ts';
+import type { Balance } from '../store/ledger-repo.ts';
+import type { AccountRecord, ApiKeyRecord, CreditGrant } from '../store/records.ts';
+
+/** Integer micro-USD as a USD number for JSON (display only; the ledger never holds floats). */
+export const usd = (micros: number): number => Math.round(micros) / 1_000_000;
+export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export function presentKey(key: ApiKeyRecord): Record<string, unknown> {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    status: key.status,
+    allowed_ips: key.allowedIps,
+    created_at: iso(key.createdAt),
+    revoked_at: iso(key.revokedAt),
+  };
+}
+
+export function presentAccount(account: AccountRecord): Record<string, unknown> {
+  return {
+    id: account.id,
+    email: account.email,
+    email_verified: account.emailVerified,
+    status: account.status,
+    plan: account.plan,
+    plan_expires_at: iso(account.planExpiresAt),
+    created_at: iso(account.createdAt),
+  };
+}
+
+export function presentBalance(balance: Balance, grants: readonly CreditGrant[]): Record<string, unknown> {
+  return {
+    balance_usd: usd(balance.creditMicros - balance.debtMicros),
+    held_usd: usd(balance.heldMicros),
+    available_usd: usd(Math.max(0, balance.availableMicros)),
+    credits: grants
+      .filter((grant) => grant.remainingMicros > 0)
+      .map((grant) => ({
+        id: grant.id,
+        kind: grant.kind,
+        amount_usd: usd(grant.amountMicros),
+        remaining_usd: usd(grant.remainingMicros),
+        expires_at: iso(grant.expiresAt),
+      })),
+  };
+}
+
+export function presentPlan(plan: PlanConfig): Record<string, unknown> {
+  return {
+    id: plan.id,
+    name: plan.name,
+    requests_per_minute: plan.requestsPerMinute,
+    tokens_per_minute: plan.tokensPerMinute,
+    daily_tokens: plan.dailyTokens,
+    monthly_price_usd: usd(plan.monthlyPriceMicros),
+    monthly_allowance_usd: usd(plan.monthlyAllowanceMicros),
+    purchasable: plan.purchasable,
+  };
+}
+
+export function presentModel(model: ModelConfig, created: number): Record<string, unknown> {
+  return {
+    id: model.id,
+    object: 'model',
+    created,
+    owned_by: 'tollgate',
+    description: model.description,
+    context_window: model.contextWindow,
+    max_output_tokens: model.maxOutputTokens,
+    pricing: {
+      input_usd_per_million: usd(model.inputMicrosPerMillion),
+      output_usd_per_million: usd(model.outputMicrosPerMillion),
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../services.ts';
+import { presentAccount } from '../present.ts';
+
+const registerSchema = {
+  body: {
+    type: 'object',
+    required: ['email', 'password'],
+    additionalProperties: false,
+    properties: {
+      email: { type: 'string', format: 'email', maxLength: 254 },
+      password: { type: 'string', minLength: 8, maxLength: 1024 },
+    },
+  },
+} as const;
+
+const verifySchema = {
+  body: {
+    type: 'object',
+    required: ['token'],
+    additionalProperties: false,
+    properties: { token: { type: 'string', minLength: 1, maxLength: 512 } },
+  },
+} as const;
+
+/** Registration and e-mail verification: open to anyone (per-IP limited once limits exist). */
+export function authRoutes(app: FastifyInstance, services: Services): void {
+  app.post<{ Body: { email: string; password: string } }>('/api/auth/register', { schema: registerSchema }, async (request, reply) => {
+    await services.guardSignup(request.ip);
+    const { account, apiKey } = await services.accounts.register(request.body.email, request.body.password);
+    return reply.status(201).send({ account: presentAccount(account), api_key: apiKey });
+  });
+
+  app.post<{ Body: { token: string } }>('/api/auth/verify-email', { schema: verifySchema }, async (request) => {
+    await services.guardSignup(request.ip);
+    const account = await services.accounts.verifyEmail(request.body.token);
+    return { account: presentAccount(account), verified: true };
+  });
+}

@@ -1,0 +1,17 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../services.ts';
+import { presentModel, presentPlan } from '../present.ts';
+
+/** Health, plans and models: no key needed. */
+export function publicRoutes(app: FastifyInstance, services: Services): void {
+  app.get('/health', async (_request, reply) => {
+    const report = await services.health();
+    return reply.status(report.status === 'down' ? 503 : 200).send(report);
+  });
+
+  app.get('/plans', async () => ({ object: 'list', data: [...services.config.plans.values()].map(presentPlan) }));
+
+  const created = Math.floor(services.startedAt / 1000);
+  const models = { object: 'list', data: [...services.config.models.values()].map((model) => presentModel(model, created)) };
+  app.get('/v1/models', async () => models);
+}

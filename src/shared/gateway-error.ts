@@ -1,0 +1,46 @@
+/** The spec's error codes, each with its HTTP status and the OpenAI-convention error type. */
+export const ERROR_CODES = {
+  invalid_request: { status: 400, type: 'invalid_request_error' },
+  unauthorized: { status: 401, type: 'authentication_error' },
+  payment_required: { status: 402, type: 'billing_error' },
+  forbidden: { status: 403, type: 'permission_error' },
+  model_not_found: { status: 404, type: 'invalid_request_error' },
+  not_found: { status: 404, type: 'invalid_request_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  conflict: { status: 409, type: 'invalid_request_error' },
+  payload_too_large: { status: 413, type: 'invalid_request_error' },
+  rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  internal_error: { status: 500, type: 'api_error' },
+  provider_error: { status: 502, type: 'api_error' },
+  service_unavailable: { status: 503, type: 'api_error' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface ErrorBody {
+  error: { code: string; message: string; type: string };
+}
+
+/** A failure meant for the client: code, status and type come from the spec's table. */
+export class GatewayError extends Error {
+  override name = 'GatewayError';
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly type: string;
+  /** Seconds a client should wait (429, 503): sent as Retry-After. */
+  readonly retryAfterMs: number | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown; retryAfterMs?: number; status?: number; headers?: Record<string, string> } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.status = options.status ?? ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
+    this.retryAfterMs = options.retryAfterMs;
+    this.headers = options.headers ?? {};
+  }
+
+  toBody(): ErrorBody {
+    return { error: { code: this.code, message: this.message, type: this.type } };
+  }
+}

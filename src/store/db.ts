@@ -1,0 +1,24 @@
+/** A row as it comes back from either backend: column name to value. */
+export type Row = Record<string, unknown>;
+export type SqlParam = string | number | bigint | null;
+
+/**
+ * The one seam between the store's SQL and a database engine. SQL is written once with `$1`-style
+ * placeholders, integer milliseconds for time and integer micro-USD for money, so both engines run it.
+ */
+export interface Db {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** All rows of a query. */
+  all<T = Row>(sql: string, params?: readonly SqlParam[]): Promise<T[]>;
+  /** The first row of a query, or undefined. */
+  get<T = Row>(sql: string, params?: readonly SqlParam[]): Promise<T | undefined>;
+  /** Runs a statement; resolves to the number of rows it changed. */
+  run(sql: string, params?: readonly SqlParam[]): Promise<number>;
+  /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
+  /** `FOR UPDATE` where the engine has row locks; empty where writers are serialized anyway. */
+  readonly forUpdate: string;
+  /** Checks the connection; resolves to the round trip in milliseconds. */
+  ping(): Promise<number>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,116 @@
+import type { PlanId } from '../config/config.ts';
+
+export type AccountStatus = 'active' | 'suspended';
+
+export interface AccountRecord {
+  id: string;
+  email: string;
+  passwordHash: string;
+  emailVerified: boolean;
+  status: AccountStatus;
+  plan: PlanId;
+  /** End of the paid period; null on the trial and on Enterprise. */
+  planExpiresAt: number | null;
+  /** Operator overrides of the plan's limits; null keeps the plan's. */
+  rpmLimit: number | null;
+  tpmLimit: number | null;
+  dailyTokenLimit: number | null;
+  /** How far below zero a postpaid (Enterprise) account may go. */
+  creditLimitMicros: number;
+  /** What a postpaid account owes beyond its credit. */
+  debtMicros: number;
+  heldMicros: number;
+  createdAt: number;
+  lastActiveAt: number | null;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  prefix: string;
+  secretHash: string;
+  /** CIDR blocks the key may be used from; null means anywhere. */
+  allowedIps: string[] | null;
+  status: 'active' | 'revoked';
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export type GrantKind = 'trial' | 'plan' | 'topup' | 'admin';
+
+export interface CreditGrant {
+  id: string;
+  accountId: string;
+  kind: GrantKind;
+  amountMicros: number;
+  remainingMicros: number;
+  expiresAt: number;
+  createdAt: number;
+  source: string | null;
+}
+
+export type UsageStatus = 'ok' | 'error' | 'cancelled';
+
+/** What a finished request owes, and what to record of it: counts and money, never content. */
+export interface Settlement {
+  requestId: string;
+  accountId: string;
+  keyId: string;
+  model: string;
+  deployment: string | null;
+  promptTokens: number;
+  completionTokens: number;
+  estimated: boolean;
+  costMicros: number;
+  status: UsageStatus;
+  latencyMs: number;
+  ttftMs: number | null;
+  createdAt: number;
+}
+
+export interface OrderRecord {
+  id: string;
+  accountId: string;
+  kind: 'plan' | 'topup';
+  plan: PlanId | null;
+  amountMicros: number;
+  currency: string;
+  status: 'pending' | 'paid' | 'failed';
+  reason: string | null;
+  provider: string;
+  providerRef: string | null;
+  createdAt: number;
+  completedAt: number | null;
+}
+
+export interface WebhookEndpoint {
+  accountId: string;
+  url: string;
+  secret: string;
+  createdAt: number;
+}
+
+export interface WebhookEvent {
+  id: string;
+  accountId: string;
+  eventType: string;
+  payload: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  nextAttemptAt: number;
+  createdAt: number;
+  finishedAt: number | null;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  eventId: string;
+  accountId: string;
+  attempt: number;
+  url: string;
+  statusCode: number | null;
+  error: string | null;
+  latencyMs: number;
+  createdAt: number;
+}

@@ -1,0 +1,126 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { Db, SqlParam } from '../db.ts';
+
+/** Opens (creating if needed) a SQLite file in WAL mode; `:memory:` works too. */
+export function createSqliteDb(path: string): Db {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const database = new DatabaseSync(path);
+  database.exec(
+    'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;',
+  );
+  return new SqliteDb(database);
+}
+
+/** `$1` placeholders become SQLite's numbered `?1`, so one SQL text serves both engines. */
+const convertPlaceholders = (sql: string): string => sql.replace(/\$(\d+)/g, '?$1');
+
+class SqliteDb implements Db {
+  readonly dialect = 'sqlite';
+  readonly forUpdate = '';
+  readonly #database: DatabaseSync;
+  readonly #statements = new Map<string, StatementSync>();
+  /** Resolves when the open transaction (if any) ends; statements outside it wait for it. */
+  #txDone: Promise<void> | undefined;
+
+  constructor(database: DatabaseSync) {
+    this.#database = database;
+  }
+
+  #statement(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (!statement) {
+      statement = this.#database.prepare(convertPlaceholders(sql));
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  async #idle(): Promise<void> {
+    while (this.#txDone) await this.#txDone;
+  }
+
+  allNow<T>(sql: string, params: readonly SqlParam[]): T[] {
+    return this.#statement(sql).all(...params) as T[];
+  }
+
+  getNow<T>(sql: string, params: readonly SqlParam[]): T | undefined {
+    return this.#statement(sql).get(...params) as T | undefined;
+  }
+
+  runNow(sql: string, params: readonly SqlParam[]): number {
+    return Number(this.#statement(sql).run(...params).changes);
+  }
+
+  async all<T>(sql: string, params: readonly SqlParam[] = []): Promise<T[]> {
+    if (this.#txDone) await this.#idle();
+    return this.allNow<T>(sql, params);
+  }
+
+  async get<T>(sql: string, params: readonly SqlParam[] = []): Promise<T | undefined> {
+    if (this.#txDone) await this.#idle();
+    return this.getNow<T>(sql, params);
+  }
+
+  async run(sql: string, params: readonly SqlParam[] = []): Promise<number> {
+    if (this.#txDone) await this.#idle();
+    return this.runNow(sql, params);
+  }
+
+  async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+    await this.#idle();
+    let finish!: () => void;
+    this.#txDone = new Promise((resolve) => (finish = resolve));
+    this.#database.exec('BEGIN IMMEDIATE');
+    try {
+      const result = await fn(new SqliteTx(this));
+      this.#database.exec('COMMIT');
+      return result;
+    } catch (error) {
+      this.#database.exec('ROLLBACK');
+      throw error;
+    } finally {
+      this.#txDone = undefined;
+      finish();
+    }
+  }
+
+  async ping(): Promise<number> {
+    const started = performance.now();
+    this.#database.prepare('SELECT 1').get();
+    return performance.now() - started;
+  }
+
+  async close(): Promise<void> {
+    await this.#idle();
+    if (this.#database.isOpen) this.#database.close();
+  }
+}
+
+/** The view of the database inside a transaction: runs at once, never waits for itself. */
+class SqliteTx implements Db {
+  readonly dialect = 'sqlite';
+  readonly forUpdate = '';
+  readonly #db: SqliteDb;
+
+  constructor(db: SqliteDb) {
+    this.#db = db;
+  }
+  async all<T>(sql: string, params: readonly SqlParam[] = []): Promise<T[]> {
+    return this.#db.allNow<T>(sql, params);
+  }
+  async get<T>(sql: string, params: readonly SqlParam[] = []): Promise<T | undefined> {
+    return this.#db.getNow<T>(sql, params);
+  }
+  async run(sql: string, params: readonly SqlParam[] = []): Promise<number> {
+    return this.#db.runNow(sql, params);
+  }
+  async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+    return fn(this);
+  }
+  ping(): Promise<number> {
+    return this.#db.ping();
+  }
+  async close(): Promise<void> {}
+}

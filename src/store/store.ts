@@ -1,0 +1,47 @@
+import { AccountsRepo } from './accounts-repo.ts';
+import type { Db } from './db.ts';
+import { LedgerRepo } from './ledger-repo.ts';
+import { createPostgresDb } from './postgres/postgres-db.ts';
+import { createSqliteDb } from './sqlite/sqlite-db.ts';
+import { SystemRepo } from './system-repo.ts';
+import { UsageRepo } from './usage-repo.ts';
+import { PaymentsRepo } from './payments-repo.ts';
+import { WebhooksRepo } from './webhooks-repo.ts';
+
+/** Everything Tollgate keeps, by domain; the same SQL runs on SQLite and PostgreSQL. */
+export interface Store {
+  readonly db: Db;
+  readonly accounts: AccountsRepo;
+  readonly ledger: LedgerRepo;
+  readonly usage: UsageRepo;
+  readonly payments: PaymentsRepo;
+  readonly webhooks: WebhooksRepo;
+  readonly system: SystemRepo;
+  /** Runs fn with a store whose every repository works inside one transaction. */
+  transaction<T>(fn: (store: Store) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** Builds the store over an open database. */
+export function createStore(db: Db): Store {
+  return {
+    db,
+    accounts: new AccountsRepo(db),
+    ledger: new LedgerRepo(db),
+    usage: new UsageRepo(db),
+    payments: new PaymentsRepo(db),
+    webhooks: new WebhooksRepo(db),
+    system: new SystemRepo(db),
+    transaction: (fn) => db.transaction((tx) => fn(createStore(tx))),
+    close: () => db.close(),
+  };
+}
+
+/** Opens the database a `DATABASE_URL` names: `sqlite:<path>` (or a bare path) or `postgres://…`. */
+export function openDb(databaseUrl: string, options: { schema?: string } = {}): Db {
+  if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    return createPostgresDb({ connectionString: databaseUrl, ...(options.schema ? { schema: options.schema } : {}) });
+  }
+  const path = databaseUrl.replace(/^sqlite:(\/\/)?/, '');
+  return createSqliteDb(path === '' ? ':memory:' : path);
+}

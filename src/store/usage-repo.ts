@@ -1,0 +1,115 @@
+import type { Db } from './db.ts';
+
+export type UsageGroup = 'day' | 'model' | 'key';
+
+export interface UsageRow {
+  group: string;
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
+  costMicros: number;
+}
+
+export interface StatsCounts {
+  totalUsers: number;
+  verifiedUsers: number;
+  activeUsers7d: number;
+  activeUsers30d: number;
+  paidUsers: number;
+  todayTokens: number;
+  todayCostMicros: number;
+}
+
+const GROUP_COLUMN: Record<UsageGroup, string> = { day: 'day', model: 'model', key: 'key_id' };
+const DAY_MS = 86_400_000;
+
+/** Usage records, the daily rollup they feed, statistics over it, and retention. */
+export class UsageRepo {
+  readonly #db: Db;
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  /** The account's usage between two UTC days (inclusive), from the rollup. */
+  async summary(accountId: string, fromDay: string, toDay: string, groupBy: UsageGroup): Promise<UsageRow[]> {
+    const column = GROUP_COLUMN[groupBy];
+    const rows = await this.#db.all<{ g: string; requests: number; prompt: number; completion: number; cost: number }>(
+      `SELECT ${column} AS g, CAST(SUM(requests) AS BIGINT) AS requests, CAST(SUM(prompt_tokens) AS BIGINT) AS prompt,
+              CAST(SUM(completion_tokens) AS BIGINT) AS completion, CAST(SUM(cost_micros) AS BIGINT) AS cost
+       FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day <= $3 GROUP BY ${column} ORDER BY ${column}`,
+      [accountId, fromDay, toDay],
+    );
+    return rows.map((row) => ({
+      group: row.g,
+      requests: Number(row.requests),
+      promptTokens: Number(row.prompt),
+      completionTokens: Number(row.completion),
+      costMicros: Number(row.cost),
+    }));
+  }
+
+  /** Tokens the account used on a UTC day. */
+  async dayTokens(accountId: string, day: string): Promise<number> {
+    const row = await this.#db.get<{ n: number | null }>(
+      'SELECT CAST(SUM(prompt_tokens + completion_tokens) AS BIGINT) AS n FROM usage_daily WHERE account_id = $1 AND day = $2',
+      [accountId, day],
+    );
+    return Number(row?.n ?? 0);
+  }
+
+  /** Tokens a key used on a UTC day (seeds the daily cap after a restart). */
+  async keyDayTokens(keyId: string, day: string): Promise<number> {
+    const row = await this.#db.get<{ n: number | null }>(
+      `SELECT CAST(SUM(prompt_tokens + completion_tokens) AS BIGINT) AS n FROM usage_daily WHERE key_id = $1 AND day = $2`,
+      [keyId, day],
+    );
+    return Number(row?.n ?? 0);
+  }
+
+  /** The spec's statistics, from indexed columns and one day of rollup: independent of how many records exist. */
+  async stats(now: number, paidPlans: readonly string[]): Promise<StatsCounts> {
+    const placeholders = paidPlans.map((_, index) => `$${index + 4}`).join(', ') || 'NULL';
+    const users = await this.#db.get<{ total: number; verified: number; a7: number; a30: number; paid: number }>(
+      `SELECT COUNT(*) AS total,
+              COALESCE(SUM(CASE WHEN email_verified = 1 THEN 1 ELSE 0 END), 0) AS verified,
+              COALESCE(SUM(CASE WHEN last_active_at >= $1 THEN 1 ELSE 0 END), 0) AS a7,
+              COALESCE(SUM(CASE WHEN last_active_at >= $2 THEN 1 ELSE 0 END), 0) AS a30,
+              COALESCE(SUM(CASE WHEN plan IN (${placeholders}) AND (plan_expires_at IS NULL OR plan_expires_at > $3) THEN 1 ELSE 0 END), 0) AS paid
+       FROM accounts`,
+      [now - 7 * DAY_MS, now - 30 * DAY_MS, now, ...paidPlans],
+    );
+    const today = await this.#db.get<{ tokens: number | null; cost: number | null }>(
+      `SELECT CAST(SUM(prompt_tokens + completion_tokens) AS BIGINT) AS tokens, CAST(SUM(cost_micros) AS BIGINT) AS cost
+       FROM usage_daily WHERE day = $1`,
+      [new Date(now).toISOString().slice(0, 10)],
+    );
+    return {
+      totalUsers: Number(users?.total ?? 0),
+      verifiedUsers: Number(users?.verified ?? 0),
+      activeUsers7d: Number(users?.a7 ?? 0),
+      activeUsers30d: Number(users?.a30 ?? 0),
+      paidUsers: Number(users?.paid ?? 0),
+      todayTokens: Number(today?.tokens ?? 0),
+      todayCostMicros: Number(today?.cost ?? 0),
+    };
+  }
+
+  /** Deletes up to `batchSize` usage records created before `cutoff`; returns how many went. */
+  async deleteRecordsBefore(cutoff: number, batchSize: number): Promise<number> {
+    return this.#db.run(
+      'DELETE FROM usage_records WHERE request_id IN (SELECT request_id FROM usage_records WHERE created_at < $1 LIMIT $2)',
+      [cutoff, batchSize],
+    );
+  }
+
+  async recordCount(accountId?: string): Promise<number> {
+    const row = accountId
+      ? await this.#db.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_records WHERE account_id = $1', [accountId])
+      : await this.#db.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_records');
+    return Number(row?.n ?? 0);
+  }
+
+  async record(requestId: string): Promise<Record<string, unknown> | undefined> {
+    return this.#db.get('SELECT * FROM usage_records WHERE request_id = $1', [requestId]);
+  }
+}

@@ -1,0 +1,159 @@
+import type { Db } from './db.ts';
+import type { WebhookDelivery, WebhookEndpoint, WebhookEvent } from './records.ts';
+
+interface EventRow {
+  id: string;
+  account_id: string;
+  event_type: string;
+  payload: string;
+  status: WebhookEvent['status'];
+  attempts: number;
+  next_attempt_at: number;
+  created_at: number;
+  finished_at: number | null;
+}
+
+const toEvent = (row: EventRow): WebhookEvent => ({
+  id: row.id,
+  accountId: row.account_id,
+  eventType: row.event_type,
+  payload: row.payload,
+  status: row.status,
+  attempts: row.attempts,
+  nextAttemptAt: row.next_attempt_at,
+  createdAt: row.created_at,
+  finishedAt: row.finished_at,
+});
+
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  account_id: string;
+  attempt: number;
+  url: string;
+  status_code: number | null;
+  error: string | null;
+  latency_ms: number;
+  created_at: number;
+}
+
+const toDelivery = (row: DeliveryRow): WebhookDelivery => ({
+  id: row.id,
+  eventId: row.event_id,
+  accountId: row.account_id,
+  attempt: row.attempt,
+  url: row.url,
+  statusCode: row.status_code,
+  error: row.error,
+  latencyMs: row.latency_ms,
+  createdAt: row.created_at,
+});
+
+/** Webhook endpoints, the durable outbox of events, and the log of delivery attempts. */
+export class WebhooksRepo {
+  readonly #db: Db;
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  async endpoint(accountId: string): Promise<WebhookEndpoint | undefined> {
+    const row = await this.#db.get<{ account_id: string; url: string; secret: string; created_at: number }>(
+      'SELECT * FROM webhook_endpoints WHERE account_id = $1',
+      [accountId],
+    );
+    return row && { accountId: row.account_id, url: row.url, secret: row.secret, createdAt: row.created_at };
+  }
+
+  async putEndpoint(endpoint: WebhookEndpoint): Promise<void> {
+    await this.#db.run(
+      `INSERT INTO webhook_endpoints (account_id, url, secret, created_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (account_id) DO UPDATE SET url = excluded.url, secret = excluded.secret`,
+      [endpoint.accountId, endpoint.url, endpoint.secret, endpoint.createdAt],
+    );
+  }
+
+  async deleteEndpoint(accountId: string): Promise<boolean> {
+    return (await this.#db.run('DELETE FROM webhook_endpoints WHERE account_id = $1', [accountId])) === 1;
+  }
+
+  async enqueue(event: WebhookEvent): Promise<void> {
+    await this.#db.run(
+      `INSERT INTO webhook_events (id, account_id, event_type, payload, status, attempts, next_attempt_at, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [event.id, event.accountId, event.eventType, event.payload, event.status, event.attempts, event.nextAttemptAt, event.createdAt],
+    );
+  }
+
+  async event(id: string): Promise<WebhookEvent | undefined> {
+    const row = await this.#db.get<EventRow>('SELECT * FROM webhook_events WHERE id = $1', [id]);
+    return row && toEvent(row);
+  }
+
+  /**
+   * Leases up to `limit` due events until `leaseUntil`: an event leased by one instance is invisible to
+   * the others until its lease runs out, so each attempt is made once.
+   */
+  async claimDue(now: number, leaseUntil: number, limit: number): Promise<WebhookEvent[]> {
+    const rows = await this.#db.all<EventRow>(
+      `UPDATE webhook_events SET lease_until = $2
+       WHERE id IN (SELECT id FROM webhook_events WHERE status = 'pending' AND next_attempt_at <= $1 AND lease_until <= $1
+                    ORDER BY next_attempt_at LIMIT $3)
+         AND status = 'pending' AND lease_until <= $1
+       RETURNING *`,
+      [now, leaseUntil, limit],
+    );
+    return rows.map(toEvent);
+  }
+
+  /** The earliest time an event falls due, for the dispatcher's next wake-up. */
+  async nextDueAt(): Promise<number | undefined> {
+    const row = await this.#db.get<{ t: number | null }>(
+      `SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until ELSE next_attempt_at END) AS t
+       FROM webhook_events WHERE status = 'pending'`,
+    );
+    return row?.t ?? undefined;
+  }
+
+  async recordAttempt(delivery: WebhookDelivery, outcome: { status: WebhookEvent['status']; nextAttemptAt: number; now: number }): Promise<void> {
+    await this.#db.transaction(async (tx) => {
+      await tx.run(
+        `INSERT INTO webhook_deliveries (id, event_id, account_id, attempt, url, status_code, error, latency_ms, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [delivery.id, delivery.eventId, delivery.accountId, delivery.attempt, delivery.url, delivery.statusCode, delivery.error,
+          Math.round(delivery.latencyMs), delivery.createdAt],
+      );
+      await tx.run(
+        `UPDATE webhook_events SET attempts = $2, status = $3, next_attempt_at = $4, lease_until = 0,
+           finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $5 END
+         WHERE id = $1`,
+        [delivery.eventId, delivery.attempt, outcome.status, outcome.nextAttemptAt, outcome.now],
+      );
+    });
+  }
+
+  async deliveriesOf(accountId: string, limit: number): Promise<WebhookDelivery[]> {
+    const rows = await this.#db.all<DeliveryRow>(
+      'SELECT * FROM webhook_deliveries WHERE account_id = $1 ORDER BY created_at DESC, attempt DESC LIMIT $2',
+      [accountId, limit],
+    );
+    return rows.map(toDelivery);
+  }
+
+  async delivery(accountId: string, id: string): Promise<WebhookDelivery | undefined> {
+    const row = await this.#db.get<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE account_id = $1 AND id = $2', [accountId, id]);
+    return row && toDelivery(row);
+  }
+
+  async eventsOf(accountId: string): Promise<WebhookEvent[]> {
+    const rows = await this.#db.all<EventRow>('SELECT * FROM webhook_events WHERE account_id = $1 ORDER BY created_at', [accountId]);
+    return rows.map(toEvent);
+  }
+
+  /** Puts an event back in the queue, due now (its id, and so the receiver's dedup key, stay the same). */
+  async requeue(eventId: string, now: number): Promise<void> {
+    await this.#db.run(
+      `UPDATE webhook_events SET status = 'pending', next_attempt_at = $2, lease_until = 0, finished_at = NULL WHERE id = $1`,
+      [eventId, now],
+    );
+  }
+}

@@ -46,6 +46,8 @@ export interface Services {
   /** Refuses (429) an address that registers or verifies too often. */
   guardSignup(ip: string): Promise<void>;
   health(): Promise<HealthReport>;
+  /** Starts background work (settlement flushing, webhooks, scheduled jobs). */
+  start(): Promise<void>;
   /** Stops background work and flushes what is queued; the store closes after. */
   close(): Promise<void>;
 }
@@ -118,6 +120,7 @@ export function createServices(options: ServicesOptions): Services {
         database,
       };
     },
+    async start() {},
     async close() {
       await bus.close();
     },

@@ -13,7 +13,7 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
   const config = { auth: 'admin' } as const;
   const { accounts } = services;
 
-  app.get<{ Querystring: { search?: string; limit?: number; offset?: number } }>(
+  app.get<{ Querystring: { search?: string; limit?: string; offset?: string } }>(
     '/api/admin/accounts',
     {
       config,
@@ -23,15 +23,15 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
           additionalProperties: false,
           properties: {
             search: { type: 'string', maxLength: 254 },
-            limit: { type: 'integer', minimum: 1, maximum: 500 },
-            offset: { type: 'integer', minimum: 0 },
+            limit: { type: 'string', pattern: '^(?:[1-9]\\d?|[1-4]\\d\\d|500)$' },
+            offset: { type: 'string', pattern: '^\\d{1,9}$' },
           },
         },
       },
     },
     async (request) => {
-      const limit = request.query.limit ?? 50;
-      const offset = request.query.offset ?? 0;
+      const limit = Number(request.query.limit ?? 50);
+      const offset = Number(request.query.offset ?? 0);
       const page = await accounts.listAccounts(request.query.search ?? '', limit, offset);
       return { object: 'list', data: page.accounts.map(presentAdminAccount), total: page.total, limit, offset };
     },

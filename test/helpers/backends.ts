@@ -1,0 +1,97 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { Db } from '../../src/store/db.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { openDb } from '../../src/store/store.ts';
+
+export const POSTGRES_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface OpenedBackend {
+  db: Db;
+  /** The DATABASE_URL another process would use to reach the same data. */
+  url: string;
+  /** Schema (PostgreSQL) for a second connection to the same data. */
+  schema: string | undefined;
+  /** Opens another connection to the same data (a second instance). */
+  reopen(): Db;
+  cleanup(): Promise<void>;
+}
+
+export interface Backend {
+  name: 'sqlite' | 'postgres';
+  /** Why the backend cannot run here, or undefined when it can. */
+  unavailable(): Promise<string | undefined>;
+  open(): Promise<OpenedBackend>;
+}
+
+let postgresProbe: Promise<string | undefined> | undefined;
+
+const sqlite: Backend = {
+  name: 'sqlite',
+  unavailable: async () => undefined,
+  async open() {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
+    const url = `sqlite:${join(dir, 'tollgate.db')}`;
+    const db = openDb(url);
+    await migrate(db);
+    return {
+      db,
+      url,
+      schema: undefined,
+      reopen: () => openDb(url),
+      async cleanup() {
+        await db.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+const postgres: Backend = {
+  name: 'postgres',
+  unavailable() {
+    postgresProbe ??= (async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
+      try {
+        await client.connect();
+        await client.query('SELECT 1');
+        return undefined;
+      } catch (error) {
+        return `PostgreSQL is not reachable at ${POSTGRES_URL} (${(error as Error).message}); set TEST_DATABASE_URL`;
+      } finally {
+        await client.end().catch(() => {});
+      }
+    })();
+    return postgresProbe;
+  },
+  async open() {
+    const schema = `tg_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    await admin.end();
+    const db = openDb(POSTGRES_URL, { schema });
+    await migrate(db);
+    return {
+      db,
+      url: POSTGRES_URL,
+      schema,
+      reopen: () => openDb(POSTGRES_URL, { schema }),
+      async cleanup() {
+        await db.close();
+        const client = new pg.Client({ connectionString: POSTGRES_URL });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        await client.end();
+      },
+    };
+  },
+};
+
+/** The backends every store-touching suite runs against; TOLLGATE_TEST_BACKENDS=sqlite narrows the run. */
+export const BACKENDS: readonly Backend[] = [sqlite, postgres].filter((backend) => {
+  const only = process.env['TOLLGATE_TEST_BACKENDS'];
+  return !only || only.split(',').includes(backend.name);
+});

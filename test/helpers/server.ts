@@ -1,0 +1,95 @@
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import type { Mail, Mailer } from '../../src/accounts/mailer.ts';
+import { createApp } from '../../src/app.ts';
+import { parseConfig } from '../../src/config/load-config.ts';
+import type { Config } from '../../src/config/config.ts';
+import { createServices, type Services, type ServicesOptions } from '../../src/services.ts';
+import type { Clock } from '../../src/shared/ids.ts';
+import { createStore } from '../../src/store/store.ts';
+import type { OpenedBackend } from './backends.ts';
+
+export const ADMIN_KEY = 'tg-admin-test-key-0123456789abcdef';
+
+export interface TestServer {
+  url: string;
+  services: Services;
+  app: FastifyInstance;
+  mails: Mail[];
+  /** Registers an account; resolves to its id and first key's secret. */
+  register(email?: string): Promise<{ accountId: string; key: string; keyId: string }>;
+  /** fetch against the server with a bearer key and a JSON body. */
+  call(method: string, path: string, options?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  backend: OpenedBackend;
+  /** A second instance over the same data opens its own connection. */
+  ownConnection?: boolean;
+  env?: Record<string, string>;
+  yaml?: Record<string, unknown>;
+  clock?: Clock;
+  extra?: Partial<ServicesOptions>;
+}
+
+let emailCounter = 0;
+
+/** Starts the real HTTP server on a free loopback port over the given backend. */
+export async function startTestServer(options: TestServerOptions): Promise<TestServer> {
+  const config: Config = parseConfig(options.yaml ?? {}, {
+    TOLLGATE_ADMIN_KEY: ADMIN_KEY,
+    PORT: '0',
+    TOLLGATE_WEBHOOK_ALLOW_PRIVATE: 'true',
+    ...options.env,
+  });
+  const db = options.ownConnection ? options.backend.reopen() : options.backend.db;
+  const store = createStore(db);
+  const mails: Mail[] = [];
+  const mailer: Mailer = { send: async (mail) => void mails.push(mail) };
+  const logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
+  const services = createServices({ config, store, logger, mailer, ...(options.clock ? { clock: options.clock } : {}), ...options.extra });
+  await services.accounts.ensureAdminKey();
+  const app = createApp(services);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  await services.start();
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+
+  const call: TestServer['call'] = async (method, path, callOptions = {}) => {
+    const headers: Record<string, string> = { ...callOptions.headers };
+    if (callOptions.key) headers['authorization'] = `Bearer ${callOptions.key}`;
+    if (callOptions.body !== undefined) headers['content-type'] ??= 'application/json';
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers,
+      ...(callOptions.body !== undefined ? { body: typeof callOptions.body === 'string' ? callOptions.body : JSON.stringify(callOptions.body) } : {}),
+    });
+    const text = await response.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON: the raw text
+    }
+    return { status: response.status, body, headers: response.headers };
+  };
+
+  return {
+    url,
+    services,
+    app,
+    mails,
+    call,
+    async register(email = `user${++emailCounter}-${Date.now()}@example.com`) {
+      const response = await call('POST', '/api/auth/register', { body: { email, password: 'correct horse battery' } });
+      if (response.status !== 201) throw new Error(`register failed: ${response.status} ${JSON.stringify(response.body)}`);
+      return { accountId: response.body.account.id, key: response.body.api_key.key, keyId: response.body.api_key.id };
+    },
+    async close() {
+      await app.close();
+      await services.close();
+      if (options.ownConnection) await db.close();
+    },
+  };
+}

@@ -6,6 +6,7 @@ import { installErrorHandling, RouteTable } from './http/error-handler.ts';
 import { accountRoutes } from './http/routes/account-routes.ts';
 import { adminRoutes } from './http/routes/admin-routes.ts';
 import { authRoutes } from './http/routes/auth-routes.ts';
+import { chatRoutes } from './http/routes/chat-routes.ts';
 import { keyRoutes } from './http/routes/key-routes.ts';
 import { publicRoutes } from './http/routes/public-routes.ts';
 import type { Services } from './services.ts';
@@ -31,7 +32,9 @@ export function createApp(services: Services): FastifyInstance {
   });
   const routes = new RouteTable();
   app.addHook('onRoute', (route) => routes.add(route.url, route.method));
+  app.decorateRequest('arrivedAt', 0);
   app.addHook('onRequest', async (request, reply) => {
+    request.arrivedAt = performance.now();
     reply.header('x-request-id', request.id);
   });
   installErrorHandling(app, routes);
@@ -42,5 +45,6 @@ export function createApp(services: Services): FastifyInstance {
   keyRoutes(app, services);
   accountRoutes(app, services);
   adminRoutes(app, services);
+  chatRoutes(app, services);
   return app;
 }

@@ -1,9 +1,19 @@
+import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { AccountsService } from './accounts/accounts-service.ts';
 import { KeyCache } from './accounts/key-cache.ts';
 import { createLogMailer, createSmtpMailer, type Mailer } from './accounts/mailer.ts';
 import type { Config, PlanConfig } from './config/config.ts';
+import { SettlementQueue } from './billing/settlement-queue.ts';
+import { ChatGateway } from './gateway/chat-gateway.ts';
+import type { Limiter } from './limits/limiter.ts';
+import { MemoryLimiter } from './limits/memory-limiter.ts';
+import { Metrics } from './observability/metrics.ts';
+import { createProvider } from './providers/create-provider.ts';
+import type { Provider } from './providers/provider.ts';
+import { Router } from './routing/router.ts';
 import { type Bus, createLocalBus } from './shared/bus.ts';
+import { GatewayError } from './shared/gateway-error.ts';
 import { type Clock, systemClock } from './shared/ids.ts';
 import type { Balance } from './store/ledger-repo.ts';
 import type { AccountRecord } from './store/records.ts';
@@ -38,6 +48,11 @@ export interface Services {
   cache: KeyCache;
   bus: Bus;
   accounts: AccountsService;
+  gateway: ChatGateway;
+  router: Router;
+  limiter: Limiter;
+  settlements: SettlementQueue;
+  metrics: Metrics;
   startedAt: number;
   /** The plan's limits with the operator's per-account overrides applied. */
   limitsOf(account: AccountRecord): EffectiveLimits;
@@ -59,6 +74,18 @@ export interface ServicesOptions {
   clock?: Clock;
   mailer?: Mailer;
   bus?: Bus;
+  limiter?: Limiter;
+  /** Where settlements the database would not take at shutdown are kept for the next start. */
+  spoolPath?: string;
+}
+
+/** Sign-up and verification attempts allowed per client address per minute. */
+const SIGNUPS_PER_MINUTE = 20;
+
+/** The spool file beside the SQLite database, or under ./data for PostgreSQL. */
+function defaultSpoolPath(databaseUrl: string): string {
+  const sqlite = /^postgres/.test(databaseUrl) ? undefined : databaseUrl.replace(/^sqlite:(\/\/)?/, '');
+  return join(sqlite && sqlite !== ':memory:' ? dirname(sqlite) : './data', 'settlements-spool.jsonl');
 }
 
 /** Wires the domain services over a store; does no I/O until used. */
@@ -70,27 +97,29 @@ export function createServices(options: ServicesOptions): Services {
   const mailer = options.mailer ?? (config.smtpUrl ? createSmtpMailer(config.smtpUrl, 'Tollgate <no-reply@tollgate.local>') : createLogMailer(logger));
   const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger });
   const startedAt = clock();
+  const metrics = new Metrics();
+  const limiter = options.limiter ?? new MemoryLimiter();
+  const providers = new Map<string, Provider>([...config.providers.values()].map((provider) => [provider.id, createProvider(provider, config.timeouts)]));
+  const router = new Router({
+    models: config.models,
+    providers,
+    routing: config.routing,
+    clock,
+    events: { upstreamError: (deployment, provider, kind) => metrics.upstreamErrors.inc({ deployment, provider, kind }) },
+  });
+  const settlements = new SettlementQueue(store.ledger, logger, options.spoolPath ?? defaultSpoolPath(config.databaseUrl));
 
   const planOf = (account: AccountRecord): PlanConfig => config.plans.get(account.plan) ?? (config.plans.get('free_trial') as PlanConfig);
 
-  return {
-    config,
-    store,
-    clock,
-    logger,
-    cache,
-    bus,
-    accounts,
-    startedAt,
-    limitsOf(account) {
-      const plan = planOf(account);
-      return {
-        requestsPerMinute: account.rpmLimit ?? plan.requestsPerMinute,
-        tokensPerMinute: account.tpmLimit ?? plan.tokensPerMinute,
-        dailyTokens: account.dailyTokenLimit ?? plan.dailyTokens,
-      };
-    },
-    billingStanding(account, balance, now) {
+  const limitsOf = (account: AccountRecord): EffectiveLimits => {
+    const plan = planOf(account);
+    return {
+      requestsPerMinute: account.rpmLimit ?? plan.requestsPerMinute,
+      tokensPerMinute: account.tpmLimit ?? plan.tokensPerMinute,
+      dailyTokens: account.dailyTokenLimit ?? plan.dailyTokens,
+    };
+  };
+  const billingStanding = (account: AccountRecord, balance: Balance, now: number): Standing => {
       const plan = planOf(account);
       if (account.planExpiresAt !== null && account.planExpiresAt <= now) {
         return {
@@ -104,8 +133,41 @@ export function createServices(options: ServicesOptions): Services {
         return { ok: false, reason: 'trial_expired', message: 'your free trial credit has expired or is used up; buy a plan or top up' };
       }
       return { ok: false, reason: 'insufficient_balance', message: 'insufficient balance; top up or wait for requests in flight to finish' };
+  };
+  const gateway = new ChatGateway({ config, store, router, limiter, settlements, metrics, clock, logger, limitsOf, billingStanding });
+  let signups = 0;
+
+  return {
+    config,
+    store,
+    clock,
+    logger,
+    cache,
+    bus,
+    accounts,
+    gateway,
+    router,
+    limiter,
+    settlements,
+    metrics,
+    startedAt,
+    limitsOf,
+    billingStanding,
+    async guardSignup(ip) {
+      const now = clock();
+      const admission = await limiter.admit({
+        subject: `ip:${ip}`,
+        requestId: `signup-${signups++}`,
+        limits: { requestsPerMinute: SIGNUPS_PER_MINUTE, tokensPerMinute: null, dailyTokens: null },
+        tokens: 0,
+        now,
+      });
+      if (!admission.allowed) {
+        throw new GatewayError('rate_limit_exceeded', 'too many sign-up attempts from this address; retry later', {
+          ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
+        });
+      }
     },
-    async guardSignup() {},
     async health() {
       let database: HealthReport['database'];
       try {
@@ -114,14 +176,26 @@ export function createServices(options: ServicesOptions): Services {
         database = { ok: false, dialect: store.db.dialect, latency_ms: null, error: (error as Error).message };
       }
       return {
-        status: database.ok ? 'ok' : 'down',
+        status: database.ok ? (limiter.healthy() ? 'ok' : 'degraded') : 'down',
         version: VERSION,
         uptime_s: Math.round((clock() - startedAt) / 1000),
         database,
+        limiter: { backend: limiter.backend, ok: limiter.healthy() },
+        settlements_pending: settlements.pending,
+        deployments: router.health(),
       };
     },
-    async start() {},
+    async start() {
+      const replayed = settlements.replaySpool();
+      if (replayed > 0) logger.info({ replayed }, 'replayed spooled settlements');
+      // An embedded database has one instance: every hold left in it belongs to a process that died.
+      const released = await store.ledger.releaseExpiredHolds(store.db.dialect === 'sqlite' ? Number.MAX_SAFE_INTEGER : clock());
+      if (released > 0) logger.warn({ released }, 'released holds of requests that never settled');
+    },
     async close() {
+      await settlements.close();
+      await Promise.all([...providers.values()].map((provider) => provider.close()));
+      await limiter.close();
       await bus.close();
     },
   };

@@ -1,0 +1,297 @@
+import type { Logger } from 'pino';
+import { costMicros } from '../billing/pricing.ts';
+import type { SettlementQueue } from '../billing/settlement-queue.ts';
+import type { Config, ModelConfig } from '../config/config.ts';
+import type { Limiter, LimitSet } from '../limits/limiter.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { Router } from '../routing/router.ts';
+import type { Standing } from '../services.ts';
+import { GatewayError } from '../shared/gateway-error.ts';
+import type { Clock } from '../shared/ids.ts';
+import type { Balance } from '../store/ledger-repo.ts';
+import type { AccountRecord, ApiKeyRecord, UsageStatus } from '../store/records.ts';
+import type { Store } from '../store/store.ts';
+import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
+import { countPromptTokens, countTextTokens } from './count-tokens.ts';
+import { parseChatRequest } from './parse-chat-request.ts';
+import { rateLimitHeaders } from './rate-limit-headers.ts';
+import type { StreamSink } from './stream-sink.ts';
+
+/** How long a hold lives if its request never settles (its instance died): then a job releases it. */
+export const HOLD_TTL_MS = 60 * 60_000;
+
+export interface CallerContext {
+  requestId: string;
+  key: ApiKeyRecord;
+  account: AccountRecord;
+  /** performance.now() when the request arrived. */
+  arrivedAt: number;
+}
+
+/** A request that passed every check and holds its credit: ready to go upstream. */
+export interface Admitted {
+  ctx: CallerContext;
+  request: ChatRequest;
+  model: ModelConfig;
+  promptTokens: number;
+  reservedTokens: number;
+  headers: Record<string, string>;
+  receivedAt: number;
+}
+
+interface Outcome {
+  status: UsageStatus;
+  promptTokens: number;
+  completionTokens: number;
+  estimated: boolean;
+  deployment: string | null;
+  provider: string;
+  ttftMs: number | null;
+}
+
+export interface ChatGatewayOptions {
+  config: Config;
+  store: Store;
+  router: Router;
+  limiter: Limiter;
+  settlements: SettlementQueue;
+  metrics: Metrics;
+  clock: Clock;
+  logger: Logger;
+  limitsOf(account: AccountRecord): LimitSet;
+  billingStanding(account: AccountRecord, balance: Balance, now: number): Standing;
+}
+
+const REFUSALS = {
+  requests: 'requests per minute',
+  tokens: 'tokens per minute',
+  daily: 'tokens per day',
+  unavailable: 'limits (the limit service is unavailable)',
+} as const;
+
+/** The chat pipeline: admit → hold → route → relay → meter → settle. Knows nothing of HTTP. */
+export class ChatGateway {
+  readonly #o: ChatGatewayOptions;
+
+  constructor(options: ChatGatewayOptions) {
+    this.#o = options;
+  }
+
+  /** Validates, checks the context window and plan, takes rate limits and holds the worst-case cost. */
+  async admit(ctx: CallerContext, body: unknown): Promise<Admitted> {
+    const { config, limiter, store, clock } = this.#o;
+    const { request, model } = parseChatRequest(body, config.models, config.maxMessages);
+    const promptTokens = countPromptTokens(request.messages, request.tools);
+    if (promptTokens + (request.maxTokens ?? 0) > model.contextWindow) {
+      throw new GatewayError(
+        'invalid_request',
+        `messages: the prompt (about ${promptTokens} tokens) plus max_tokens (${request.maxTokens ?? 0}) exceeds ${model.id}'s context window of ${model.contextWindow} tokens`,
+      );
+    }
+    const now = clock();
+    const { account, key } = ctx;
+    if (account.planExpiresAt !== null && account.planExpiresAt <= now) {
+      throw this.#refuse(new GatewayError('payment_required', standingMessage(this.#o.billingStanding(account, ZERO_BALANCE, now))));
+    }
+    const reservedTokens = promptTokens + (request.maxTokens ?? 0);
+    const admission = await limiter.admit({ subject: key.id, requestId: ctx.requestId, limits: this.#o.limitsOf(account), tokens: reservedTokens, now });
+    const headers = rateLimitHeaders(admission);
+    if (!admission.allowed) {
+      const reason = admission.reason ?? 'requests';
+      const message = reason === 'tokens' && reservedTokens > (this.#o.limitsOf(account).tokensPerMinute ?? Infinity)
+        ? `this request needs ${reservedTokens} tokens, more than your limit of ${this.#o.limitsOf(account).tokensPerMinute} tokens per minute; lower max_tokens or upgrade your plan`
+        : `rate limit exceeded: ${REFUSALS[reason]} for this API key; retry after the Retry-After delay or upgrade your plan`;
+      throw this.#refuse(new GatewayError(reason === 'unavailable' ? 'service_unavailable' : 'rate_limit_exceeded', message, {
+        ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
+        headers,
+      }));
+    }
+    const holdMicros = costMicros(model, promptTokens, request.maxTokens ?? model.defaultMaxTokens);
+    const held = holdMicros === 0 || (await store.ledger.hold(ctx.requestId, account.id, holdMicros, now, now + HOLD_TTL_MS));
+    if (!held) {
+      await limiter.release(key.id, ctx.requestId, reservedTokens, now);
+      const standing = this.#o.billingStanding(account, await store.ledger.balance(account.id, now), now);
+      const message = standing.ok
+        ? `insufficient balance: this request may cost up to $${(holdMicros / 1e6).toFixed(6)} (lower max_tokens), more than is available`
+        : standing.message;
+      throw this.#refuse(new GatewayError('payment_required', message, { headers }));
+    }
+    return { ctx, request, model, promptTokens, reservedTokens, headers, receivedAt: now };
+  }
+
+  /** A non-streamed completion; the answer's `model` is the public id. */
+  async complete(admitted: Admitted, signal: AbortSignal): Promise<{ completion: ChatCompletion; headers: Record<string, string> }> {
+    const { request, model, promptTokens } = admitted;
+    let attempted;
+    try {
+      attempted = await this.#o.router.complete(request, signal, model.defaultMaxTokens);
+    } catch (error) {
+      this.#finish(admitted, this.#failed(admitted, signal.aborted));
+      throw error;
+    }
+    const upstreamMs = performance.now() - attempted.upstreamStartedAt;
+    const completion = attempted.result;
+    completion.model = request.model;
+    const usage = completion.usage;
+    const estimated = !isUsage(usage);
+    const prompt = estimated ? promptTokens : usage.prompt_tokens;
+    const generated = estimated ? completionTokensOf(completion) : usage.completion_tokens;
+    if (estimated) completion.usage = { prompt_tokens: prompt, completion_tokens: generated, total_tokens: prompt + generated };
+    const cost = this.#finish(admitted, {
+      status: 'ok', promptTokens: prompt, completionTokens: generated, estimated, deployment: attempted.deployment, provider: attempted.provider, ttftMs: null,
+    });
+    const overheadMs = performance.now() - admitted.ctx.arrivedAt - upstreamMs;
+    this.#o.metrics.overhead.observe(overheadMs / 1000);
+    return { completion, headers: { ...admitted.headers, ...answerHeaders(overheadMs, cost) } };
+  }
+
+  /**
+   * Streams the answer to the sink chunk for chunk as the upstream sends it. Failures before the first chunk
+   * throw (the caller answers with an error status); after it, they end the stream with one error event.
+   */
+  async stream(admitted: Admitted, sink: StreamSink): Promise<void> {
+    const { request, model, promptTokens, ctx } = admitted;
+    const abort = new AbortController();
+    sink.onClose(() => abort.abort());
+    let opened;
+    try {
+      opened = await this.#o.router.openStream(request, abort.signal, model.defaultMaxTokens);
+    } catch (error) {
+      this.#finish(admitted, this.#failed(admitted, abort.signal.aborted));
+      throw error;
+    }
+    const firstAt = performance.now();
+    const overheadMs = opened.upstreamStartedAt - ctx.arrivedAt;
+    this.#o.metrics.overhead.observe(overheadMs / 1000);
+    sink.open({ ...admitted.headers, ...answerHeaders(overheadMs, undefined) });
+
+    const relay = { generated: '', usage: undefined as ChatChunk['usage'], forwardedUsage: false };
+    let status: UsageStatus = 'ok';
+    const { first, rest } = opened.result;
+    try {
+      await this.#relay(first, request, sink, relay);
+      for (;;) {
+        const next = await rest.next();
+        if (next.done) break;
+        if (sink.closed) break;
+        await this.#relay(next.value, request, sink, relay);
+      }
+    } catch (error) {
+      if (!abort.signal.aborted && !sink.closed) {
+        status = 'error';
+        const failure = new GatewayError('provider_error', 'the upstream stream failed mid-way; the answer is incomplete', { cause: error });
+        this.#o.logger.warn({ err: error, requestId: ctx.requestId, deployment: opened.deployment }, 'stream failed after its first chunk');
+        sink.write(`data: ${JSON.stringify(failure.toBody())}\n\n`);
+      }
+    }
+    if (sink.closed) {
+      status = 'cancelled';
+      void rest.return?.().catch(() => {});
+    }
+    const estimated = !isUsage(relay.usage);
+    const prompt = isUsage(relay.usage) ? relay.usage.prompt_tokens : promptTokens;
+    const generated = isUsage(relay.usage) ? relay.usage.completion_tokens : countTextTokens(relay.generated);
+    if (status === 'ok') {
+      if (request.includeUsage && !relay.forwardedUsage) {
+        const usage = { prompt_tokens: prompt, completion_tokens: generated, total_tokens: prompt + generated };
+        sink.write(`data: ${JSON.stringify({ id: first.id, object: 'chat.completion.chunk', created: first.created, model: request.model, choices: [], usage })}\n\n`);
+      }
+      sink.write('data: [DONE]\n\n');
+    }
+    sink.end();
+    this.#finish(admitted, {
+      status, promptTokens: prompt, completionTokens: generated, estimated, deployment: opened.deployment, provider: opened.provider, ttftMs: firstAt - ctx.arrivedAt,
+    });
+  }
+
+  async #relay(chunk: ChatChunk, request: ChatRequest, sink: StreamSink, state: { generated: string; usage: ChatChunk['usage']; forwardedUsage: boolean }): Promise<void> {
+    chunk.model = request.model;
+    if (isUsage(chunk.usage)) state.usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      const delta = choice.delta;
+      if (typeof delta?.content === 'string') state.generated += delta.content;
+      for (const call of delta?.tool_calls ?? []) state.generated += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+    }
+    if (chunk.choices.length === 0) {
+      if (!request.includeUsage) return;
+      state.forwardedUsage = true;
+    } else if (!request.includeUsage && 'usage' in chunk) {
+      delete chunk.usage;
+    }
+    if (!sink.write(`data: ${JSON.stringify(chunk)}\n\n`)) await sink.drain();
+  }
+
+  /** A request that got no answer: nothing generated; a client that left after it went upstream pays its prompt. */
+  #failed(admitted: Admitted, cancelled: boolean): Outcome {
+    return {
+      status: cancelled ? 'cancelled' : 'error',
+      promptTokens: cancelled ? admitted.promptTokens : 0,
+      completionTokens: 0,
+      estimated: cancelled,
+      deployment: null,
+      provider: 'none',
+      ttftMs: null,
+    };
+  }
+
+  /** Meters and queues the settlement (which releases the hold); reconciles limits. Returns the cost. */
+  #finish(admitted: Admitted, outcome: Outcome): number {
+    const { ctx, request, model, reservedTokens } = admitted;
+    const { clock, settlements, limiter, metrics, logger } = this.#o;
+    const now = clock();
+    const cost = costMicros(model, outcome.promptTokens, outcome.completionTokens);
+    settlements.add({
+      requestId: ctx.requestId,
+      accountId: ctx.account.id,
+      keyId: ctx.key.id,
+      model: request.model,
+      deployment: outcome.deployment,
+      promptTokens: outcome.promptTokens,
+      completionTokens: outcome.completionTokens,
+      estimated: outcome.estimated,
+      costMicros: cost,
+      status: outcome.status,
+      latencyMs: performance.now() - ctx.arrivedAt,
+      ttftMs: outcome.ttftMs,
+      createdAt: now,
+    });
+    limiter
+      .reconcile(ctx.key.id, ctx.requestId, reservedTokens, outcome.promptTokens + outcome.completionTokens, now)
+      .catch((error: unknown) => logger.warn({ err: error }, 'rate-limit reconcile failed'));
+    metrics.requests.inc({ model: request.model, provider: outcome.provider, status: outcome.status });
+    metrics.latency.observe({ model: request.model, provider: outcome.provider }, (performance.now() - ctx.arrivedAt) / 1000);
+    if (outcome.ttftMs !== null) metrics.ttft.observe({ model: request.model, provider: outcome.provider }, outcome.ttftMs / 1000);
+    metrics.tokens.inc({ model: request.model, type: 'prompt' }, outcome.promptTokens);
+    metrics.tokens.inc({ model: request.model, type: 'completion' }, outcome.completionTokens);
+    return cost;
+  }
+
+  #refuse(error: GatewayError): GatewayError {
+    this.#o.metrics.rejected.inc({ code: error.code });
+    return error;
+  }
+}
+
+const ZERO_BALANCE: Balance = { creditMicros: 0, heldMicros: 0, debtMicros: 0, creditLimitMicros: 0, availableMicros: 0 };
+
+const standingMessage = (standing: Standing): string => (standing.ok ? 'payment required' : standing.message);
+
+function isUsage(value: unknown): value is { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+  const usage = value as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
+  return typeof usage?.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number';
+}
+
+function completionTokensOf(completion: ChatCompletion): number {
+  let text = '';
+  for (const choice of completion.choices) {
+    text += choice.message.content ?? '';
+    for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
+  }
+  return countTextTokens(text);
+}
+
+function answerHeaders(overheadMs: number, cost: number | undefined): Record<string, string> {
+  const headers: Record<string, string> = { 'x-tollgate-overhead-ms': overheadMs.toFixed(3) };
+  if (cost !== undefined) headers['x-tollgate-cost-usd'] = (cost / 1e6).toFixed(6);
+  return headers;
+}

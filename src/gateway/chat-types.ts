@@ -1,0 +1,88 @@
+/** The OpenAI chat-completion convention is both our public wire format and the canonical form inside. */
+
+export type Role = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export interface ChatMessage {
+  role: Role;
+  /** Text content (text parts joined); null for an assistant turn that only calls tools. */
+  content: string | null;
+  name?: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+}
+
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+}
+
+export type ToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+
+/** A validated chat request: typed fields for the gateway, and the body as sent for pass-through. */
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  stream: boolean;
+  /** The client asked for a final usage chunk (`stream_options.include_usage`). */
+  includeUsage: boolean;
+  /** `max_tokens` (or `max_completion_tokens`) as sent; undefined when absent. */
+  maxTokens: number | undefined;
+  temperature: number | undefined;
+  topP: number | undefined;
+  stop: string[] | undefined;
+  tools: ToolDefinition[] | undefined;
+  toolChoice: ToolChoice | undefined;
+  /** The request body exactly as the client sent it (fields the spec does not list included). */
+  body: Record<string, unknown>;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[]; refusal?: string | null };
+    finish_reason: FinishReason | null;
+    logprobs?: unknown;
+  }[];
+  usage?: Usage;
+  [extra: string]: unknown;
+}
+
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
+
+export interface ChatChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    delta: { role?: 'assistant'; content?: string | null; tool_calls?: ToolCallDelta[]; refusal?: string | null };
+    finish_reason: FinishReason | null;
+    logprobs?: unknown;
+  }[];
+  usage?: Usage | null;
+  [extra: string]: unknown;
+}

@@ -1,0 +1,59 @@
+/** A limit of null is unlimited. */
+export interface LimitSet {
+  requestsPerMinute: number | null;
+  tokensPerMinute: number | null;
+  dailyTokens: number | null;
+}
+
+export interface AdmissionRequest {
+  /** Whose limits: an API key id (or `ip:<address>` for sign-up protection). */
+  subject: string;
+  /** Unique per request; reconcile refers to it. */
+  requestId: string;
+  limits: LimitSet;
+  /** Tokens to take now: estimated prompt plus max_tokens. */
+  tokens: number;
+  now: number;
+}
+
+export interface LimitState {
+  limit: number;
+  remaining: number;
+  /** Until the window is empty again (all current usage has aged out). */
+  resetMs: number;
+}
+
+export interface Admission {
+  allowed: boolean;
+  /** Which limit refused it. */
+  reason?: 'requests' | 'tokens' | 'daily' | 'unavailable';
+  /** When a retry will succeed, if nothing else is taken meanwhile. */
+  retryAfterMs?: number;
+  requests?: LimitState;
+  tokens?: LimitState;
+}
+
+/**
+ * Per-subject admission: requests/min, tokens/min and tokens per UTC day are checked and taken together,
+ * atomically, over exact sliding windows; a refused request takes nothing.
+ */
+export interface Limiter {
+  admit(request: AdmissionRequest): Promise<Admission>;
+  /** Replaces the tokens a request reserved with what it actually used (its request still counts). */
+  reconcile(subject: string, requestId: string, reservedTokens: number, actualTokens: number, now: number): Promise<void>;
+  /** Gives back everything a request took (it was refused later, e.g. for want of credit). */
+  release(subject: string, requestId: string, tokens: number, now: number): Promise<void>;
+  /** Tokens the subject has taken on the UTC day of `now`. */
+  dailyTokens(subject: string, now: number): Promise<number>;
+  /** Whether the shared backend is reachable (always true in memory). */
+  healthy(): boolean;
+  readonly backend: string;
+  close(): Promise<void>;
+}
+
+export const WINDOW_MS = 60_000;
+const DAY_MS = 86_400_000;
+
+/** Milliseconds from `now` to the next UTC midnight. */
+export const msUntilUtcMidnight = (now: number): number => DAY_MS - (now % DAY_MS);
+export const utcDayNumber = (now: number): number => Math.floor(now / DAY_MS);

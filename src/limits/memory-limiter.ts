@@ -1,0 +1,152 @@
+import { type Admission, type AdmissionRequest, type Limiter, WINDOW_MS, msUntilUtcMidnight, utcDayNumber } from './limiter.ts';
+
+interface TokenEntry {
+  at: number;
+  tokens: number;
+}
+
+interface Subject {
+  /** Admission times of the requests in the window, oldest first. */
+  requests: number[];
+  /** Token reservations in the window, oldest first, by request id for reconciliation. */
+  tokens: Map<string, TokenEntry>;
+  tokenSum: number;
+  day: number;
+  dayTokens: number;
+}
+
+/** Exact sliding windows in this process: the limiter of a single instance. */
+export class MemoryLimiter implements Limiter {
+  readonly backend = 'memory';
+  readonly #subjects = new Map<string, Subject>();
+  #sweepAt = 0;
+
+  async admit(request: AdmissionRequest): Promise<Admission> {
+    return this.admitNow(request);
+  }
+
+  /** The synchronous admission (also the fallback path while Redis is away). */
+  admitNow({ subject: id, requestId, limits, tokens, now }: AdmissionRequest): Admission {
+    this.#sweep(now);
+    const subject = this.#subject(id, now);
+    const { requestsPerMinute: rpm, tokensPerMinute: tpm, dailyTokens: daily } = limits;
+    const count = subject.requests.length;
+    if (rpm !== null && count + 1 > rpm) {
+      const oldest = subject.requests[Math.max(0, count - rpm)] ?? now;
+      return { allowed: false, reason: 'requests', retryAfterMs: Math.max(1, oldest + WINDOW_MS - now) };
+    }
+    if (tpm !== null && subject.tokenSum + tokens > tpm) {
+      return { allowed: false, reason: 'tokens', retryAfterMs: this.#tokensFreeAt(subject, tokens, tpm, now) };
+    }
+    if (daily !== null && subject.dayTokens + tokens > daily) {
+      return { allowed: false, reason: 'daily', retryAfterMs: msUntilUtcMidnight(now) };
+    }
+    subject.requests.push(now);
+    subject.tokens.set(requestId, { at: now, tokens });
+    subject.tokenSum += tokens;
+    subject.dayTokens += tokens;
+    return {
+      allowed: true,
+      ...(rpm !== null ? { requests: { limit: rpm, remaining: rpm - subject.requests.length, resetMs: WINDOW_MS } } : {}),
+      ...(tpm !== null ? { tokens: { limit: tpm, remaining: Math.max(0, tpm - subject.tokenSum), resetMs: WINDOW_MS } } : {}),
+    };
+  }
+
+  async reconcile(id: string, requestId: string, reservedTokens: number, actualTokens: number, now: number): Promise<void> {
+    this.reconcileNow(id, requestId, reservedTokens, actualTokens, now);
+  }
+
+  reconcileNow(id: string, requestId: string, reservedTokens: number, actualTokens: number, now: number): void {
+    const subject = this.#subjects.get(id);
+    if (!subject) return;
+    this.#expire(subject, now);
+    const entry = subject.tokens.get(requestId);
+    if (entry) {
+      subject.tokenSum += actualTokens - entry.tokens;
+      entry.tokens = actualTokens;
+    }
+    if (subject.day === utcDayNumber(now)) subject.dayTokens = Math.max(0, subject.dayTokens + actualTokens - reservedTokens);
+  }
+
+  async release(id: string, requestId: string, tokens: number, now: number): Promise<void> {
+    this.releaseNow(id, requestId, tokens, now);
+  }
+
+  releaseNow(id: string, requestId: string, tokens: number, now: number): void {
+    const subject = this.#subjects.get(id);
+    const entry = subject?.tokens.get(requestId);
+    if (!subject || !entry) return;
+    const at = subject.requests.lastIndexOf(entry.at);
+    if (at !== -1) subject.requests.splice(at, 1);
+    subject.tokenSum -= entry.tokens;
+    subject.tokens.delete(requestId);
+    if (subject.day === utcDayNumber(now)) subject.dayTokens = Math.max(0, subject.dayTokens - tokens);
+  }
+
+  async dailyTokens(id: string, now: number): Promise<number> {
+    const subject = this.#subjects.get(id);
+    return subject && subject.day === utcDayNumber(now) ? subject.dayTokens : 0;
+  }
+
+  /** Sets a subject's tokens for today (seeded from usage records after a restart). */
+  seedDaily(id: string, tokens: number, now: number): void {
+    const subject = this.#subject(id, now);
+    subject.dayTokens = Math.max(subject.dayTokens, tokens);
+  }
+
+  healthy(): boolean {
+    return true;
+  }
+
+  async close(): Promise<void> {
+    this.#subjects.clear();
+  }
+
+  #subject(id: string, now: number): Subject {
+    let subject = this.#subjects.get(id);
+    if (!subject) {
+      subject = { requests: [], tokens: new Map(), tokenSum: 0, day: utcDayNumber(now), dayTokens: 0 };
+      this.#subjects.set(id, subject);
+    }
+    this.#expire(subject, now);
+    return subject;
+  }
+
+  #expire(subject: Subject, now: number): void {
+    const horizon = now - WINDOW_MS;
+    let drop = 0;
+    while (drop < subject.requests.length && subject.requests[drop]! <= horizon) drop++;
+    if (drop > 0) subject.requests.splice(0, drop);
+    for (const [requestId, entry] of subject.tokens) {
+      if (entry.at > horizon) break; // insertion order is time order
+      subject.tokenSum -= entry.tokens;
+      subject.tokens.delete(requestId);
+    }
+    const day = utcDayNumber(now);
+    if (subject.day !== day) {
+      subject.day = day;
+      subject.dayTokens = 0;
+    }
+  }
+
+  /** When enough reservations age out for `tokens` more to fit; a request larger than the limit waits a window. */
+  #tokensFreeAt(subject: Subject, tokens: number, tpm: number, now: number): number {
+    if (tokens > tpm) return WINDOW_MS;
+    let sum = subject.tokenSum;
+    for (const entry of subject.tokens.values()) {
+      sum -= entry.tokens;
+      if (sum + tokens <= tpm) return Math.max(1, entry.at + WINDOW_MS - now);
+    }
+    return WINDOW_MS;
+  }
+
+  /** Forgets idle subjects now and then, so memory tracks active keys only. */
+  #sweep(now: number): void {
+    if (now < this.#sweepAt) return;
+    this.#sweepAt = now + WINDOW_MS;
+    for (const [id, subject] of this.#subjects) {
+      this.#expire(subject, now);
+      if (subject.requests.length === 0 && subject.tokens.size === 0 && subject.dayTokens === 0) this.#subjects.delete(id);
+    }
+  }
+}

@@ -1,0 +1,113 @@
+import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
+import type { ChatChunk } from '../../gateway/chat-types.ts';
+import { type Provider, ProviderError } from '../provider.ts';
+import { parseSse } from '../sse.ts';
+import { createUpstreamClient, errorFromResponse, readJson, toProviderError } from '../upstream-http.ts';
+import {
+  type AnthropicResponse,
+  type AnthropicUsage,
+  anthropicPromptTokens,
+  convertAnthropicResponse,
+  convertToAnthropicRequest,
+  mapAnthropicStopReason,
+} from './convert-anthropic.ts';
+
+const API_VERSION = '2023-06-01';
+
+/** Anthropic's Messages API, in and out of the chat-completion convention. */
+export function createAnthropicProvider(config: ProviderConfig, timeouts: TimeoutsConfig): Provider {
+  const client = createUpstreamClient(config.baseUrl, timeouts);
+  const path = config.baseUrl.endsWith('/v1') ? '/messages' : '/v1/messages';
+  const headers: Record<string, string> = { 'anthropic-version': API_VERSION, ...config.headers };
+  if (config.apiKey) headers['x-api-key'] = config.apiKey;
+
+  const send = async (body: Record<string, unknown>, signal: AbortSignal) => {
+    const response = await client.post(path, headers, JSON.stringify(body), signal);
+    if (response.status !== 200) throw await errorFromResponse(response);
+    return response;
+  };
+
+  return {
+    id: config.id,
+    async complete(call) {
+      const response = await send(convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, false), call.signal);
+      const parsed = (await readJson(response, call.signal)) as AnthropicResponse | null;
+      if (!parsed || !Array.isArray(parsed.content) || typeof parsed.usage !== 'object') {
+        throw new ProviderError('protocol', 'upstream answer is not a Messages API message');
+      }
+      return convertAnthropicResponse(parsed);
+    },
+    async *stream(call) {
+      const response = await send(convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true), call.signal);
+      const state = { id: '', model: call.upstreamModel, created: Math.floor(Date.now() / 1000), usage: {} as AnthropicUsage, tools: new Map<number, number>() };
+      const chunk = (delta: ChatChunk['choices'][number]['delta'], finish: ChatChunk['choices'][number]['finish_reason'] = null): ChatChunk => ({
+        id: state.id,
+        object: 'chat.completion.chunk',
+        created: state.created,
+        model: state.model,
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      });
+      try {
+        for await (const event of parseSse(response.body)) {
+          let data: Record<string, any>;
+          try {
+            data = JSON.parse(event.data) as Record<string, any>;
+          } catch (error) {
+            throw new ProviderError('protocol', 'upstream sent a malformed stream event', { cause: error });
+          }
+          switch (data['type']) {
+            case 'message_start':
+              state.id = String(data['message']?.id ?? '');
+              state.model = String(data['message']?.model ?? state.model);
+              state.usage = { ...data['message']?.usage };
+              yield chunk({ role: 'assistant', content: '' });
+              break;
+            case 'content_block_start': {
+              const block = data['content_block'];
+              if (block?.type === 'tool_use') {
+                const toolIndex = state.tools.size;
+                state.tools.set(Number(data['index']), toolIndex);
+                yield chunk({ tool_calls: [{ index: toolIndex, id: block.id, type: 'function', function: { name: block.name, arguments: '' } }] });
+              } else if (block?.type === 'text' && block.text) {
+                yield chunk({ content: block.text });
+              }
+              break;
+            }
+            case 'content_block_delta': {
+              const delta = data['delta'];
+              if (delta?.type === 'text_delta') yield chunk({ content: delta.text });
+              else if (delta?.type === 'input_json_delta') {
+                const toolIndex = state.tools.get(Number(data['index'])) ?? 0;
+                yield chunk({ tool_calls: [{ index: toolIndex, function: { arguments: delta.partial_json } }] });
+              }
+              break;
+            }
+            case 'message_delta':
+              // output_tokens here is the running total, not an increment.
+              state.usage = { ...state.usage, ...data['usage'] };
+              yield chunk({}, mapAnthropicStopReason(data['delta']?.stop_reason));
+              break;
+            case 'message_stop': {
+              const prompt = anthropicPromptTokens(state.usage);
+              const completion = state.usage.output_tokens ?? 0;
+              yield { ...chunk({}), choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } };
+              return;
+            }
+            case 'error': {
+              const kind = String(data['error']?.type ?? 'api_error');
+              throw new ProviderError('status', String(data['error']?.message ?? kind), { status: kind === 'overloaded_error' ? 529 : 500 });
+            }
+            default:
+              break; // ping and event types added later are ignored
+          }
+        }
+      } catch (error) {
+        throw toProviderError(error, call.signal);
+      } finally {
+        if (!response.body.destroyed) response.body.destroy();
+      }
+      throw new ProviderError('protocol', 'upstream stream ended without message_stop');
+    },
+    close: () => client.close(),
+  };
+}

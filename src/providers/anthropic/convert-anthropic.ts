@@ -1,0 +1,138 @@
+import type { ChatCompletion, ChatMessage, ChatRequest, FinishReason, ToolCall, ToolChoice } from '../../gateway/chat-types.ts';
+
+type Block =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  | { type: 'tool_result'; tool_use_id: string; content: string };
+
+interface AnthropicMessage {
+  role: 'user' | 'assistant';
+  content: Block[];
+}
+
+export interface AnthropicUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+}
+
+export interface AnthropicResponse {
+  id: string;
+  type: 'message';
+  content: ({ type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown } | { type: string })[];
+  model: string;
+  stop_reason: string | null;
+  usage: AnthropicUsage;
+}
+
+/** The canonical request as a Messages API body: system prompt apart, tools as tool_use/tool_result blocks. */
+export function convertToAnthropicRequest(request: ChatRequest, upstreamModel: string, defaultMaxTokens: number, stream: boolean): Record<string, unknown> {
+  const system = request.messages
+    .filter((message) => message.role === 'system' || message.role === 'developer')
+    .map((message) => message.content ?? '')
+    .join('\n\n');
+  const messages: AnthropicMessage[] = [];
+  for (const message of request.messages) {
+    if (message.role === 'system' || message.role === 'developer') continue;
+    const converted = convertMessage(message);
+    const previous = messages.at(-1);
+    // The Messages API alternates roles: consecutive turns of one role become one turn.
+    if (previous && previous.role === converted.role) previous.content.push(...converted.content);
+    else messages.push(converted);
+  }
+  const body: Record<string, unknown> = { model: upstreamModel, max_tokens: request.maxTokens ?? defaultMaxTokens, messages };
+  if (system) body['system'] = system;
+  // Anthropic's temperature runs 0–1; the convention's 0–2 is clamped to it.
+  if (request.temperature !== undefined) body['temperature'] = Math.min(1, request.temperature);
+  if (request.topP !== undefined) body['top_p'] = request.topP;
+  if (request.stop) body['stop_sequences'] = request.stop;
+  if (request.tools?.length && request.toolChoice !== 'none') {
+    body['tools'] = request.tools.map((tool) => ({
+      name: tool.function.name,
+      ...(tool.function.description ? { description: tool.function.description } : {}),
+      input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
+    }));
+    const choice = convertToolChoice(request.toolChoice);
+    if (choice) body['tool_choice'] = choice;
+  }
+  if (stream) body['stream'] = true;
+  return body;
+}
+
+function convertMessage(message: ChatMessage): AnthropicMessage {
+  if (message.role === 'tool') {
+    return { role: 'user', content: [{ type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: message.content ?? '' }] };
+  }
+  const content: Block[] = [];
+  if (message.content) content.push({ type: 'text', text: message.content });
+  for (const call of message.tool_calls ?? []) {
+    content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseArguments(call.function.arguments) });
+  }
+  return { role: message.role === 'assistant' ? 'assistant' : 'user', content };
+}
+
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return {};
+  }
+}
+
+function convertToolChoice(choice: ToolChoice | undefined): Record<string, unknown> | undefined {
+  if (choice === undefined || choice === 'auto') return { type: 'auto' };
+  if (choice === 'required') return { type: 'any' };
+  if (choice === 'none') return undefined;
+  return { type: 'tool', name: choice.function.name };
+}
+
+/** Anthropic's stop reasons in the convention's finish reasons. */
+export function mapAnthropicStopReason(reason: string | null | undefined): FinishReason | null {
+  switch (reason) {
+    case 'end_turn':
+    case 'stop_sequence':
+    case 'pause_turn':
+      return 'stop';
+    case 'max_tokens':
+      return 'length';
+    case 'tool_use':
+      return 'tool_calls';
+    case 'refusal':
+      return 'content_filter';
+    default:
+      return reason ? 'stop' : null;
+  }
+}
+
+/** Input tokens as billed: plain input plus cache writes and reads. */
+export const anthropicPromptTokens = (usage: AnthropicUsage): number =>
+  (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+
+/** A whole Messages API answer as a chat completion. */
+export function convertAnthropicResponse(response: AnthropicResponse): ChatCompletion {
+  let text = '';
+  const toolCalls: ToolCall[] = [];
+  for (const block of response.content) {
+    if (block.type === 'text' && 'text' in block) text += block.text;
+    if (block.type === 'tool_use' && 'id' in block) {
+      toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
+    }
+  }
+  const promptTokens = anthropicPromptTokens(response.usage);
+  const completionTokens = response.usage.output_tokens ?? 0;
+  return {
+    id: response.id,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: response.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: toolCalls.length > 0 && text === '' ? null : text, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+        finish_reason: mapAnthropicStopReason(response.stop_reason),
+      },
+    ],
+    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+  };
+}

@@ -1,0 +1,73 @@
+import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
+import type { ChatChunk, ChatCompletion } from '../../gateway/chat-types.ts';
+import { type Provider, ProviderError } from '../provider.ts';
+import { parseSse } from '../sse.ts';
+import { createUpstreamClient, errorFromResponse, readJson, toProviderError } from '../upstream-http.ts';
+
+/**
+ * Any OpenAI-compatible upstream (OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp, DeepSeek, Groq, Together,
+ * Mistral …): the client's body goes through unchanged but for `model`, and streams always ask for usage.
+ */
+export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsConfig): Provider {
+  const client = createUpstreamClient(config.baseUrl, timeouts);
+  const headers: Record<string, string> = { ...config.headers };
+  if (config.apiKey) headers['authorization'] = `Bearer ${config.apiKey}`;
+
+  const send = async (body: Record<string, unknown>, signal: AbortSignal, stream: boolean) => {
+    const response = await client.post('/chat/completions', stream ? { ...headers, accept: 'text/event-stream' } : headers, JSON.stringify(body), signal);
+    if (response.status !== 200) throw await errorFromResponse(response);
+    return response;
+  };
+
+  return {
+    id: config.id,
+    async complete(call) {
+      const body: Record<string, unknown> = { ...call.request.body, model: call.upstreamModel, stream: false };
+      delete body['stream_options'];
+      const response = await send(body, call.signal, false);
+      const parsed = await readJson(response, call.signal);
+      if (!isCompletion(parsed)) throw new ProviderError('protocol', 'upstream answer is not a chat completion');
+      return parsed;
+    },
+    async *stream(call) {
+      const body = { ...call.request.body, model: call.upstreamModel, stream: true, stream_options: { include_usage: true } };
+      const response = await send(body, call.signal, true);
+      try {
+        for await (const event of parseSse(response.body)) {
+          if (event.data === '[DONE]') return;
+          let chunk: unknown;
+          try {
+            chunk = JSON.parse(event.data);
+          } catch (error) {
+            throw new ProviderError('protocol', 'upstream sent a malformed stream event', { cause: error });
+          }
+          if (isErrorEvent(chunk)) throw new ProviderError('status', chunk.error.message ?? 'upstream stream error', { status: 500 });
+          if (!isChunk(chunk)) throw new ProviderError('protocol', 'upstream sent an event that is not a chat completion chunk');
+          yield chunk;
+        }
+      } catch (error) {
+        throw toProviderError(error, call.signal);
+      } finally {
+        if (!response.body.destroyed) response.body.destroy();
+      }
+      throw new ProviderError('protocol', 'upstream stream ended without [DONE]');
+    },
+    close: () => client.close(),
+  };
+}
+
+// Lenient checks on what upstreams answer: the fields we rely on, nothing more.
+function isCompletion(value: unknown): value is ChatCompletion {
+  const v = value as ChatCompletion | null;
+  return typeof v === 'object' && v !== null && Array.isArray(v.choices);
+}
+
+function isChunk(value: unknown): value is ChatChunk {
+  const v = value as ChatChunk | null;
+  return typeof v === 'object' && v !== null && Array.isArray(v.choices);
+}
+
+function isErrorEvent(value: unknown): value is { error: { message?: string } } {
+  const v = value as { error?: unknown } | null;
+  return typeof v === 'object' && v !== null && typeof v.error === 'object' && v.error !== null;
+}

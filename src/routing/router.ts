@@ -1,0 +1,166 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DeploymentConfig, ModelConfig, RoutingConfig } from '../config/config.ts';
+import type { ChatChunk, ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
+import { type Provider, ProviderError } from '../providers/provider.ts';
+import { GatewayError } from '../shared/gateway-error.ts';
+import type { Clock } from '../shared/ids.ts';
+import { CircuitBreaker } from './circuit-breaker.ts';
+
+interface Deployment {
+  model: ModelConfig;
+  config: DeploymentConfig;
+  provider: Provider;
+  breaker: CircuitBreaker;
+}
+
+export interface Attempted<T> {
+  result: T;
+  /** `provider/upstream-model` that answered. */
+  deployment: string;
+  provider: string;
+  attempts: number;
+  /** When the successful upstream call started (performance.now()). */
+  upstreamStartedAt: number;
+}
+
+export interface OpenedStream {
+  first: ChatChunk;
+  rest: AsyncIterator<ChatChunk>;
+}
+
+export interface RouterEvents {
+  upstreamError(deployment: string, provider: string, failure: string): void;
+}
+
+/**
+ * Chooses deployments for a public model by weight, retries failures with exponential backoff and jitter
+ * on the next deployment (then on fallback models), skips deployments whose circuit is open, and gives up
+ * with 502. A stream counts as delivered once its first chunk arrives: nothing is retried after that.
+ */
+export class Router {
+  readonly #deployments = new Map<string, Deployment[]>();
+  readonly #models: ReadonlyMap<string, ModelConfig>;
+  readonly #routing: RoutingConfig;
+  readonly #clock: Clock;
+  readonly #events: RouterEvents | undefined;
+  readonly #random: () => number;
+
+  constructor(options: {
+    models: ReadonlyMap<string, ModelConfig>;
+    providers: ReadonlyMap<string, Provider>;
+    routing: RoutingConfig;
+    clock: Clock;
+    events?: RouterEvents;
+    random?: () => number;
+  }) {
+    this.#models = options.models;
+    this.#routing = options.routing;
+    this.#clock = options.clock;
+    this.#events = options.events;
+    this.#random = options.random ?? Math.random;
+    for (const model of options.models.values()) {
+      this.#deployments.set(
+        model.id,
+        model.deployments.map((config) => {
+          const provider = options.providers.get(config.provider);
+          if (!provider) throw new Error(`no provider ${config.provider}`);
+          return { model, config, provider, breaker: new CircuitBreaker(options.routing.breakerFailureThreshold, options.routing.breakerCooldownMs) };
+        }),
+      );
+    }
+  }
+
+  /** A whole completion from the first deployment that gives one. */
+  complete(request: ChatRequest, signal: AbortSignal, defaultMaxTokens: number): Promise<Attempted<ChatCompletion>> {
+    return this.#attempt(request, signal, (deployment) =>
+      deployment.provider.complete({ request, upstreamModel: deployment.config.upstreamModel, signal, defaultMaxTokens }),
+    );
+  }
+
+  /** A stream from the first deployment that delivers a first chunk; the rest is the caller's to read. */
+  openStream(request: ChatRequest, signal: AbortSignal, defaultMaxTokens: number): Promise<Attempted<OpenedStream>> {
+    return this.#attempt(request, signal, async (deployment) => {
+      const iterator = deployment.provider.stream({ request, upstreamModel: deployment.config.upstreamModel, signal, defaultMaxTokens })[Symbol.asyncIterator]();
+      const first = await iterator.next();
+      if (first.done) throw new ProviderError('protocol', 'upstream stream was empty');
+      return { first: first.value, rest: iterator };
+    });
+  }
+
+  /** Each deployment's circuit state, recent error rate and latency; calls no upstream. */
+  health(): Record<string, unknown>[] {
+    const now = this.#clock();
+    return [...this.#deployments.entries()].flatMap(([model, deployments]) =>
+      deployments.map((deployment) => ({ model, deployment: deployment.config.id, provider: deployment.provider.id, ...deployment.breaker.snapshot(now) })),
+    );
+  }
+
+  async #attempt<T>(request: ChatRequest, signal: AbortSignal, call: (deployment: Deployment) => Promise<T>): Promise<Attempted<T>> {
+    const candidates = this.#candidates(request.model);
+    let lastError: ProviderError | undefined;
+    let attempts = 0;
+    for (let index = 0; attempts < this.#routing.maxAttempts && index < candidates.length * this.#routing.maxAttempts; index++) {
+      const deployment = candidates[index % candidates.length]!;
+      if (!deployment.breaker.allow(this.#clock())) continue;
+      if (attempts > 0) await this.#backoff(attempts, lastError, signal);
+      attempts += 1;
+      const startedAt = performance.now();
+      try {
+        const result = await call(deployment);
+        deployment.breaker.success(performance.now() - startedAt);
+        return { result, deployment: deployment.config.id, provider: deployment.provider.id, attempts, upstreamStartedAt: startedAt };
+      } catch (error) {
+        const failure = error instanceof ProviderError ? error : new ProviderError('protocol', (error as Error).message, { cause: error });
+        if (failure.failure === 'aborted' || signal.aborted) {
+          deployment.breaker.release();
+          throw new GatewayError('internal_error', 'request cancelled by the client', { cause: failure });
+        }
+        this.#events?.upstreamError(deployment.config.id, deployment.provider.id, failure.status ? String(failure.status) : failure.failure);
+        if (failure.clientFault) {
+          deployment.breaker.success(performance.now() - startedAt);
+          throw new GatewayError('invalid_request', `the model rejected the request: ${failure.message}`, { cause: failure });
+        }
+        // A short Retry-After is waited out by the backoff below; a longer one keeps everyone away meanwhile.
+        const longWait = failure.retryAfterMs !== undefined && failure.retryAfterMs > this.#routing.retryMaxMs;
+        deployment.breaker.failure(this.#clock(), longWait ? failure.retryAfterMs : undefined);
+        lastError = failure;
+      }
+    }
+    const last = lastError ? (lastError.status ? `upstream status ${lastError.status}` : lastError.failure) : 'no deployment available';
+    throw new GatewayError('provider_error', `${request.model} is unavailable: every deployment failed (last: ${last}); retry or switch model`, {
+      cause: lastError,
+    });
+  }
+
+  /** The model's deployments in weighted-random order, then each fallback model's. */
+  #candidates(modelId: string): Deployment[] {
+    const model = this.#models.get(modelId);
+    const order = [modelId, ...(model?.fallbacks ?? [])];
+    return order.flatMap((id) => this.#weightedOrder(this.#deployments.get(id) ?? []));
+  }
+
+  #weightedOrder(deployments: readonly Deployment[]): Deployment[] {
+    if (deployments.length <= 1) return [...deployments];
+    const pool = [...deployments];
+    const ordered: Deployment[] = [];
+    while (pool.length > 0) {
+      const total = pool.reduce((sum, d) => sum + d.config.weight, 0);
+      let pick = this.#random() * total;
+      const index = pool.findIndex((d) => (pick -= d.config.weight) < 0);
+      ordered.push(...pool.splice(index === -1 ? pool.length - 1 : index, 1));
+    }
+    return ordered;
+  }
+
+  /** Exponential backoff with jitter; an upstream's Retry-After is honoured up to the configured ceiling. */
+  async #backoff(attempt: number, error: ProviderError | undefined, signal: AbortSignal): Promise<void> {
+    const exponential = Math.min(this.#routing.retryMaxMs, this.#routing.retryBaseMs * 2 ** (attempt - 1));
+    const jittered = exponential / 2 + this.#random() * (exponential / 2);
+    const wait = Math.min(this.#routing.retryMaxMs, Math.max(jittered, error?.retryAfterMs ?? 0));
+    try {
+      await sleep(wait, undefined, { signal });
+    } catch (cause) {
+      throw new GatewayError('internal_error', 'request cancelled by the client', { cause });
+    }
+  }
+}

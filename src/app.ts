@@ -9,6 +9,7 @@ import { authRoutes } from './http/routes/auth-routes.ts';
 import { chatRoutes } from './http/routes/chat-routes.ts';
 import { keyRoutes } from './http/routes/key-routes.ts';
 import { publicRoutes } from './http/routes/public-routes.ts';
+import { usageRoutes } from './http/routes/usage-routes.ts';
 import type { Services } from './services.ts';
 
 /** Request ids: a random per-process prefix and a counter, unique across instances and restarts. */
@@ -46,5 +47,6 @@ export function createApp(services: Services): FastifyInstance {
   accountRoutes(app, services);
   adminRoutes(app, services);
   chatRoutes(app, services);
+  usageRoutes(app, services);
   return app;
 }

@@ -6,6 +6,7 @@ import { createLogMailer, createSmtpMailer, type Mailer } from './accounts/maile
 import type { Config, PlanConfig } from './config/config.ts';
 import { SettlementQueue } from './billing/settlement-queue.ts';
 import { ChatGateway } from './gateway/chat-gateway.ts';
+import { createHoldRecoveryJob, createRetentionJob, Scheduler } from './jobs/scheduler.ts';
 import type { Limiter } from './limits/limiter.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
 import { Metrics } from './observability/metrics.ts';
@@ -53,6 +54,7 @@ export interface Services {
   limiter: Limiter;
   settlements: SettlementQueue;
   metrics: Metrics;
+  scheduler: Scheduler;
   startedAt: number;
   /** The plan's limits with the operator's per-account overrides applied. */
   limitsOf(account: AccountRecord): EffectiveLimits;
@@ -134,6 +136,7 @@ export function createServices(options: ServicesOptions): Services {
       }
       return { ok: false, reason: 'insufficient_balance', message: 'insufficient balance; top up or wait for requests in flight to finish' };
   };
+  const scheduler = new Scheduler(store, clock, logger);
   const gateway = new ChatGateway({ config, store, router, limiter, settlements, metrics, clock, logger, limitsOf, billingStanding });
   let signups = 0;
 
@@ -150,6 +153,7 @@ export function createServices(options: ServicesOptions): Services {
     limiter,
     settlements,
     metrics,
+    scheduler,
     startedAt,
     limitsOf,
     billingStanding,
@@ -191,8 +195,10 @@ export function createServices(options: ServicesOptions): Services {
       // An embedded database has one instance: every hold left in it belongs to a process that died.
       const released = await store.ledger.releaseExpiredHolds(store.db.dialect === 'sqlite' ? Number.MAX_SAFE_INTEGER : clock());
       if (released > 0) logger.warn({ released }, 'released holds of requests that never settled');
+      scheduler.start([createRetentionJob(store, clock, config.retentionDays, logger), createHoldRecoveryJob(store, clock, logger)]);
     },
     async close() {
+      await scheduler.stop();
       await settlements.close();
       await Promise.all([...providers.values()].map((provider) => provider.close()));
       await limiter.close();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import OpenAI from 'openai';
+import OpenAI, { APIError } from 'openai';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 
@@ -169,7 +169,7 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
   });
 
   it('each error status raises the SDK error class of that status, with requestID set', async () => {
-    const cases: [() => Promise<unknown>, typeof OpenAI.APIError, number][] = [
+    const cases: [() => Promise<unknown>, new (...args: never[]) => APIError, number][] = [
       [() => client.chat.completions.create({ model: 'model-b', messages: [], temperature: 3 }), OpenAI.BadRequestError, 400],
       [() => client.chat.completions.create({ model: 'model-b', messages: [{ role: 'user', content: 'x' }], temperature: 2.5 }), OpenAI.BadRequestError, 400],
       [() => new OpenAI({ apiKey: 'tg-wrong-key-000000000000000000', baseURL: `${server.url}/v1`, maxRetries: 0 }).chat.completions.create({ model: 'model-b', messages: [{ role: 'user', content: 'x' }] }), OpenAI.AuthenticationError, 401],
@@ -178,8 +178,8 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
     for (const [run, errorClass, status] of cases) {
       await assert.rejects(run(), (error: unknown) => {
         assert.ok(error instanceof errorClass, `expected ${errorClass.name} for ${status}, got ${String(error)}`);
-        assert.equal((error as OpenAI.APIError).status, status);
-        assert.match((error as OpenAI.APIError).requestID ?? '', /^req_/);
+        assert.equal((error as APIError).status, status);
+        assert.match((error as APIError).requestID ?? '', /^req_/);
         return true;
       });
     }

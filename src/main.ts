@@ -24,6 +24,8 @@ async function main(): Promise<void> {
   const services = createServices({ config, store, logger });
   const adminSecret = await services.accounts.ensureAdminKey();
   const app = createApp(services);
+  // Recovery (spooled settlements, orphaned holds) finishes before the first request can take a new hold.
+  await services.start();
   const address = await app.listen({ port: config.port, host: config.host });
 
   const where = config.databaseUrl.startsWith('postgres') ? 'PostgreSQL' : config.databaseUrl.replace(/^sqlite:/, '');

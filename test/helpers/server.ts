@@ -52,8 +52,8 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
   const services = createServices({ config, store, logger, mailer, ...(options.clock ? { clock: options.clock } : {}), ...options.extra });
   await services.accounts.ensureAdminKey();
   const app = createApp(services);
-  await app.listen({ port: 0, host: '127.0.0.1' });
   await services.start();
+  await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 
   const call: TestServer['call'] = async (method, path, callOptions = {}) => {

@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig } from './config/load-config.ts';
 import { createServices } from './services.ts';
+import { connectRedis } from './shared/connect-redis.ts';
 import { migrate } from './store/migrate.ts';
 import { createStore, openDb } from './store/store.ts';
 
@@ -21,7 +22,9 @@ async function main(): Promise<void> {
   const store = createStore(openDb(config.databaseUrl));
   const applied = await migrate(store.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
-  const services = createServices({ config, store, logger });
+  const redis = config.redisUrl ? connectRedis(config.redisUrl, config.limiterFailurePolicy, logger) : undefined;
+  if (redis && !(await redis.ready(3_000))) logger.warn('Redis is not reachable yet: limits are per instance until it is');
+  const services = createServices({ config, store, logger, ...(redis ? { limiter: redis.limiter, bus: redis.bus } : {}) });
   const adminSecret = await services.accounts.ensureAdminKey();
   const app = createApp(services);
   // Recovery (spooled settlements, orphaned holds) finishes before the first request can take a new hold.

@@ -1,0 +1,99 @@
+/**
+ * Lua run atomically inside Redis: one round trip per admission. Per subject: a sorted set of admitted
+ * request ids by time (requests/min), a sorted set plus hash of token reservations and their running sum
+ * (tokens/min), and a counter per UTC day. Keys share a hash tag, so they live on one cluster slot.
+ */
+
+/** KEYS: requests zset, tokens zset, token values hash, token sum, day counter.
+ *  ARGV: now, window ms, rpm, tpm, daily (-1 = unlimited), tokens, request id, ms to UTC midnight.
+ *  Returns {allowed, reason (1 requests, 2 tokens, 3 daily), retry ms, requests in window, tokens in window}. */
+export const ADMIT_SCRIPT = `
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local rpm = tonumber(ARGV[3])
+local tpm = tonumber(ARGV[4])
+local daily = tonumber(ARGV[5])
+local tokens = tonumber(ARGV[6])
+local id = ARGV[7]
+local untilMidnight = tonumber(ARGV[8])
+local horizon = now - window
+
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', horizon)
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', horizon)
+if #expired > 0 then
+  local values = redis.call('HMGET', KEYS[3], unpack(expired))
+  local freed = 0
+  for i = 1, #values do freed = freed + (tonumber(values[i]) or 0) end
+  redis.call('HDEL', KEYS[3], unpack(expired))
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', horizon)
+  if freed ~= 0 then redis.call('DECRBY', KEYS[4], freed) end
+end
+
+local count = redis.call('ZCARD', KEYS[1])
+local used = math.max(0, tonumber(redis.call('GET', KEYS[4]) or '0'))
+local dayUsed = tonumber(redis.call('GET', KEYS[5]) or '0')
+
+if rpm >= 0 and count + 1 > rpm then
+  local index = math.max(0, count - rpm)
+  local oldest = redis.call('ZRANGE', KEYS[1], index, index, 'WITHSCORES')
+  local retry = window
+  if oldest[2] then retry = tonumber(oldest[2]) + window - now end
+  return {0, 1, math.max(1, retry), count, used}
+end
+if tpm >= 0 and used + tokens > tpm then
+  local retry = window
+  if tokens <= tpm then
+    local entries = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+    local sum = used
+    for i = 1, #entries, 2 do
+      sum = sum - (tonumber(redis.call('HGET', KEYS[3], entries[i])) or 0)
+      if sum + tokens <= tpm then
+        retry = tonumber(entries[i + 1]) + window - now
+        break
+      end
+    end
+  end
+  return {0, 2, math.max(1, retry), count, used}
+end
+if daily >= 0 and dayUsed + tokens > daily then
+  return {0, 3, untilMidnight, count, used}
+end
+
+redis.call('ZADD', KEYS[1], now, id)
+redis.call('ZADD', KEYS[2], now, id)
+redis.call('HSET', KEYS[3], id, tokens)
+redis.call('INCRBY', KEYS[4], tokens)
+redis.call('INCRBY', KEYS[5], tokens)
+for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], window) end
+redis.call('PEXPIRE', KEYS[5], untilMidnight + 3600000)
+return {1, 0, 0, count + 1, used + tokens}
+`;
+
+/** KEYS: tokens zset, token values hash, token sum, day counter. ARGV: request id, reserved, actual, window ms.
+ *  Replaces a reservation with the tokens actually used. */
+export const RECONCILE_SCRIPT = `
+local current = redis.call('HGET', KEYS[2], ARGV[1])
+local actual = tonumber(ARGV[3])
+if current then
+  redis.call('HSET', KEYS[2], ARGV[1], actual)
+  redis.call('INCRBY', KEYS[3], actual - tonumber(current))
+  redis.call('PEXPIRE', KEYS[3], ARGV[4])
+end
+local delta = actual - tonumber(ARGV[2])
+if delta ~= 0 and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('INCRBY', KEYS[4], delta) end
+return 1
+`;
+
+/** KEYS: requests zset, tokens zset, token values hash, token sum, day counter. ARGV: request id, tokens.
+ *  Gives back everything an admission took. */
+export const RELEASE_SCRIPT = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+local current = redis.call('HGET', KEYS[3], ARGV[1])
+if current then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('DECRBY', KEYS[4], tonumber(current))
+end
+if redis.call('EXISTS', KEYS[5]) == 1 then redis.call('DECRBY', KEYS[5], tonumber(ARGV[2])) end
+return 1
+`;

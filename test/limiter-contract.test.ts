@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import type { Limiter, LimitSet } from '../src/limits/limiter.ts';
+import { MemoryLimiter } from '../src/limits/memory-limiter.ts';
+import { RedisLimiter } from '../src/limits/redis-limiter.ts';
+import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';
+
+const FREE: LimitSet = { requestsPerMinute: 10, tokensPerMinute: 50_000, dailyTokens: 500_000 };
+const START = Date.parse('2026-11-03T10:00:00Z');
+
+interface Kind {
+  name: string;
+  skip: string | undefined;
+  create(): Promise<{ limiter: Limiter; cleanup(): Promise<void> }>;
+}
+
+const KINDS: Kind[] = [
+  { name: 'memory', skip: undefined, create: async () => ({ limiter: new MemoryLimiter(), cleanup: async () => {} }) },
+  {
+    name: 'redis',
+    skip: await redisUnavailable(),
+    async create() {
+      const { prefix, cleanup } = testPrefix();
+      const client = new Redis(REDIS_URL);
+      return {
+        limiter: new RedisLimiter(client, prefix),
+        async cleanup() {
+          await cleanup();
+          client.disconnect();
+        },
+      };
+    },
+  },
+];
+
+for (const kind of KINDS) {
+  describe(`the ${kind.name} limiter`, { skip: kind.skip ?? false }, () => {
+    let limiter: Limiter;
+    let cleanup: () => Promise<void>;
+    let n = 0;
+    before(async () => ({ limiter, cleanup } = await kind.create()));
+    after(async () => cleanup?.());
+
+    const admit = (subject: string, now: number, tokens = 0, limits: LimitSet = FREE) =>
+      limiter.admit({ subject, requestId: `r${n++}`, limits, tokens, now });
+
+    it('admits exactly the requests per minute, and a refusal takes nothing', async () => {
+      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => admit('rpm', START + i)));
+      assert.equal(results.filter((r) => r.allowed).length, 10);
+      const refused = results.filter((r) => !r.allowed);
+      assert.equal(refused.length, 2);
+      assert.equal(refused[0]!.reason, 'requests');
+      const last = results.at(-1)!;
+      assert.equal(last.allowed, false);
+      // The window slides: the first request ages out 60 s after it was admitted, and then one more fits.
+      assert.ok(last.retryAfterMs! > 59_000 && last.retryAfterMs! <= 60_000, `retry after ${last.retryAfterMs}`);
+      assert.equal((await admit('rpm', START + 59_999)).allowed, false);
+      assert.equal((await admit('rpm', START + 60_000)).allowed, true);
+      assert.equal((await admit('rpm', START + 60_000)).allowed, false);
+    });
+
+    it('Retry-After is truthful: retrying then succeeds', async () => {
+      for (let i = 0; i < 10; i++) await admit('truth', START + i * 1000);
+      const refused = await admit('truth', START + 30_000);
+      assert.equal(refused.allowed, false);
+      assert.equal((await admit('truth', START + 30_000 + refused.retryAfterMs! - 1)).allowed, false);
+      assert.equal((await admit('truth', START + 30_000 + refused.retryAfterMs!)).allowed, true);
+    });
+
+    it('tokens per minute trip at the right count, and reconcile gives unused tokens back', async () => {
+      const limits: LimitSet = { requestsPerMinute: null, tokensPerMinute: 1_000, dailyTokens: null };
+      assert.equal((await limiter.admit({ subject: 'tpm', requestId: 'a', limits, tokens: 600, now: START })).allowed, true);
+      assert.equal((await limiter.admit({ subject: 'tpm', requestId: 'b', limits, tokens: 400, now: START + 10 })).allowed, true);
+      const over = await limiter.admit({ subject: 'tpm', requestId: 'c', limits, tokens: 1, now: START + 20 });
+      assert.equal(over.allowed, false);
+      assert.equal(over.reason, 'tokens');
+      assert.equal(over.retryAfterMs, 60_000 - 20, 'the first reservation must age out');
+      await limiter.reconcile('tpm', 'a', 600, 250, START + 30);
+      const fits = await limiter.admit({ subject: 'tpm', requestId: 'd', limits, tokens: 350, now: START + 40 });
+      assert.equal(fits.allowed, true);
+      assert.equal(fits.tokens?.remaining, 0);
+      assert.equal((await limiter.admit({ subject: 'tpm', requestId: 'e', limits, tokens: 1, now: START + 50 })).allowed, false);
+      assert.equal((await limiter.admit({ subject: 'tpm', requestId: 'f', limits, tokens: 1, now: START + 60_000 })).allowed, true);
+    });
+
+    it('the daily cap trips at its token count and waits until the next UTC midnight', async () => {
+      const limits: LimitSet = { requestsPerMinute: null, tokensPerMinute: null, dailyTokens: 1_000 };
+      const noon = Date.parse('2026-11-03T12:00:00Z');
+      assert.equal((await limiter.admit({ subject: 'day', requestId: 'd1', limits, tokens: 900, now: noon })).allowed, true);
+      await limiter.reconcile('day', 'd1', 900, 990, noon + 1);
+      assert.equal(await limiter.dailyTokens('day', noon + 2), 990);
+      const over = await limiter.admit({ subject: 'day', requestId: 'd2', limits, tokens: 11, now: noon + 3 });
+      assert.equal(over.allowed, false);
+      assert.equal(over.reason, 'daily');
+      assert.equal(over.retryAfterMs, 12 * 3_600_000 - 3);
+      assert.equal((await limiter.admit({ subject: 'day', requestId: 'd3', limits, tokens: 10, now: noon + 4 })).allowed, true);
+      const tomorrow = Date.parse('2026-11-04T00:00:00Z');
+      assert.equal((await limiter.admit({ subject: 'day', requestId: 'd4', limits, tokens: 1_000, now: tomorrow })).allowed, true);
+    });
+
+    it('release gives back a request and its tokens', async () => {
+      const limits: LimitSet = { requestsPerMinute: 1, tokensPerMinute: 100, dailyTokens: 100 };
+      assert.equal((await limiter.admit({ subject: 'rel', requestId: 'x', limits, tokens: 100, now: START })).allowed, true);
+      await limiter.release('rel', 'x', 100, START + 1);
+      assert.equal((await limiter.admit({ subject: 'rel', requestId: 'y', limits, tokens: 100, now: START + 2 })).allowed, true);
+    });
+
+    it('unlimited dimensions never refuse and send no headers', async () => {
+      const limits: LimitSet = { requestsPerMinute: null, tokensPerMinute: null, dailyTokens: null };
+      const results = await Promise.all(Array.from({ length: 50 }, () => admit('free-for-all', START, 1_000_000, limits)));
+      assert.ok(results.every((r) => r.allowed && !r.requests && !r.tokens));
+    });
+  });
+}

@@ -4,7 +4,11 @@ import { globSync } from 'node:fs';
 
 const files = [...globSync('src/**/*.test.ts'), ...globSync('test/**/*.test.ts')].sort();
 const extra = process.argv.slice(2);
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...extra, ...(extra.some((a) => !a.startsWith('-')) ? [] : files)], {
-  stdio: 'inherit',
-});
+const result = spawnSync(
+  process.execPath,
+  ['--test', '--test-concurrency=2', ...extra, ...(extra.some((a) => !a.startsWith('-')) ? [] : files)],
+  {
+    stdio: 'inherit',
+  },
+);
 process.exit(result.status ?? 1);

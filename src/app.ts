@@ -21,15 +21,19 @@ function createRequestIds(): () => string {
 
 /** Builds the HTTP application over the services: wiring only, no listening. */
 export function createApp(services: Services): FastifyInstance {
+  // Typed as Fastify's logger so the instance keeps Fastify's default generics.
+  const logger: FastifyBaseLogger = services.logger;
   const app = Fastify({
-    loggerInstance: services.logger as FastifyBaseLogger,
+    loggerInstance: logger,
     // No per-request access log: usage records and /metrics carry that, without a synchronous write per request.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: services.config.bodyLimitBytes,
     genReqId: createRequestIds(),
     trustProxy: process.env['TOLLGATE_TRUST_PROXY'] === 'true',
     return503OnClosing: true,
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false },
+    },
   });
   const routes = new RouteTable();
   app.addHook('onRoute', (route) => routes.add(route.url, route.method));

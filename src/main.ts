@@ -22,16 +22,26 @@ async function main(): Promise<void> {
   const store = createStore(openDb(config.databaseUrl));
   const applied = await migrate(store.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
-  const redis = config.redisUrl ? connectRedis(config.redisUrl, config.limiterFailurePolicy, logger) : undefined;
-  if (redis && !(await redis.ready(3_000))) logger.warn('Redis is not reachable yet: limits are per instance until it is');
-  const services = createServices({ config, store, logger, ...(redis ? { limiter: redis.limiter, bus: redis.bus } : {}) });
+  const redis = config.redisUrl
+    ? connectRedis(config.redisUrl, config.limiterFailurePolicy, logger)
+    : undefined;
+  if (redis && !(await redis.ready(3_000)))
+    logger.warn('Redis is not reachable yet: limits are per instance until it is');
+  const services = createServices({
+    config,
+    store,
+    logger,
+    ...(redis ? { limiter: redis.limiter, bus: redis.bus } : {}),
+  });
   const adminSecret = await services.accounts.ensureAdminKey();
   const app = createApp(services);
   // Recovery (spooled settlements, orphaned holds) finishes before the first request can take a new hold.
   await services.start();
   const address = await app.listen({ port: config.port, host: config.host });
 
-  const where = config.databaseUrl.startsWith('postgres') ? 'PostgreSQL' : config.databaseUrl.replace(/^sqlite:/, '');
+  const where = config.databaseUrl.startsWith('postgres')
+    ? 'PostgreSQL'
+    : config.databaseUrl.replace(/^sqlite:/, '');
   process.stdout.write(
     [
       `Tollgate listening on ${address} (data: ${where})`,

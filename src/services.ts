@@ -96,22 +96,39 @@ export function createServices(options: ServicesOptions): Services {
   const clock = options.clock ?? systemClock;
   const cache = new KeyCache();
   const bus = options.bus ?? createLocalBus();
-  const mailer = options.mailer ?? (config.smtpUrl ? createSmtpMailer(config.smtpUrl, 'Tollgate <no-reply@tollgate.local>') : createLogMailer(logger));
+  const mailer =
+    options.mailer ??
+    (config.smtpUrl
+      ? createSmtpMailer(config.smtpUrl, 'Tollgate <no-reply@tollgate.local>')
+      : createLogMailer(logger));
   const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger });
   const startedAt = clock();
   const metrics = new Metrics();
   const limiter = options.limiter ?? new MemoryLimiter();
-  const providers = new Map<string, Provider>([...config.providers.values()].map((provider) => [provider.id, createProvider(provider, config.timeouts)]));
+  const providers = new Map<string, Provider>(
+    [...config.providers.values()].map((provider) => [
+      provider.id,
+      createProvider(provider, config.timeouts),
+    ]),
+  );
   const router = new Router({
     models: config.models,
     providers,
     routing: config.routing,
     clock,
-    events: { upstreamError: (deployment, provider, kind) => metrics.upstreamErrors.inc({ deployment, provider, kind }) },
+    events: {
+      upstreamError: (deployment, provider, kind) =>
+        metrics.upstreamErrors.inc({ deployment, provider, kind }),
+    },
   });
-  const settlements = new SettlementQueue(store.ledger, logger, options.spoolPath ?? defaultSpoolPath(config.databaseUrl));
+  const settlements = new SettlementQueue(
+    store.ledger,
+    logger,
+    options.spoolPath ?? defaultSpoolPath(config.databaseUrl),
+  );
 
-  const planOf = (account: AccountRecord): PlanConfig => config.plans.get(account.plan) ?? (config.plans.get('free_trial') as PlanConfig);
+  const planOf = (account: AccountRecord): PlanConfig =>
+    config.plans.get(account.plan) ?? (config.plans.get('free_trial') as PlanConfig);
 
   const limitsOf = (account: AccountRecord): EffectiveLimits => {
     const plan = planOf(account);
@@ -122,22 +139,41 @@ export function createServices(options: ServicesOptions): Services {
     };
   };
   const billingStanding = (account: AccountRecord, balance: Balance, now: number): Standing => {
-      const plan = planOf(account);
-      if (account.planExpiresAt !== null && account.planExpiresAt <= now) {
-        return {
-          ok: false,
-          reason: 'subscription_expired',
-          message: `your ${plan.name} plan ended on ${new Date(account.planExpiresAt).toISOString()} without renewal; renew it or buy a plan`,
-        };
-      }
-      if (balance.availableMicros > 0) return { ok: true };
-      if (account.plan === 'free_trial' && balance.creditMicros <= 0) {
-        return { ok: false, reason: 'trial_expired', message: 'your free trial credit has expired or is used up; buy a plan or top up' };
-      }
-      return { ok: false, reason: 'insufficient_balance', message: 'insufficient balance; top up or wait for requests in flight to finish' };
+    const plan = planOf(account);
+    if (account.planExpiresAt !== null && account.planExpiresAt <= now) {
+      return {
+        ok: false,
+        reason: 'subscription_expired',
+        message: `your ${plan.name} plan ended on ${new Date(account.planExpiresAt).toISOString()} without renewal; renew it or buy a plan`,
+      };
+    }
+    if (balance.availableMicros > 0) return { ok: true };
+    if (account.plan === 'free_trial' && balance.creditMicros <= 0) {
+      return {
+        ok: false,
+        reason: 'trial_expired',
+        message: 'your free trial credit has expired or is used up; buy a plan or top up',
+      };
+    }
+    return {
+      ok: false,
+      reason: 'insufficient_balance',
+      message: 'insufficient balance; top up or wait for requests in flight to finish',
+    };
   };
   const scheduler = new Scheduler(store, clock, logger);
-  const gateway = new ChatGateway({ config, store, router, limiter, settlements, metrics, clock, logger, limitsOf, billingStanding });
+  const gateway = new ChatGateway({
+    config,
+    store,
+    router,
+    limiter,
+    settlements,
+    metrics,
+    clock,
+    logger,
+    limitsOf,
+    billingStanding,
+  });
   let signups = 0;
 
   return {
@@ -167,9 +203,13 @@ export function createServices(options: ServicesOptions): Services {
         now,
       });
       if (!admission.allowed) {
-        throw new GatewayError('rate_limit_exceeded', 'too many sign-up attempts from this address; retry later', {
-          ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
-        });
+        throw new GatewayError(
+          'rate_limit_exceeded',
+          'too many sign-up attempts from this address; retry later',
+          {
+            ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
+          },
+        );
       }
     },
     async health() {
@@ -177,7 +217,12 @@ export function createServices(options: ServicesOptions): Services {
       try {
         database = { ok: true, dialect: store.db.dialect, latency_ms: round(await store.db.ping()) };
       } catch (error) {
-        database = { ok: false, dialect: store.db.dialect, latency_ms: null, error: (error as Error).message };
+        database = {
+          ok: false,
+          dialect: store.db.dialect,
+          latency_ms: null,
+          error: (error as Error).message,
+        };
       }
       return {
         status: database.ok ? (limiter.healthy() ? 'ok' : 'degraded') : 'down',
@@ -193,9 +238,14 @@ export function createServices(options: ServicesOptions): Services {
       const replayed = settlements.replaySpool();
       if (replayed > 0) logger.info({ replayed }, 'replayed spooled settlements');
       // An embedded database has one instance: every hold left in it belongs to a process that died.
-      const released = await store.ledger.releaseExpiredHolds(store.db.dialect === 'sqlite' ? Number.MAX_SAFE_INTEGER : clock());
+      const released = await store.ledger.releaseExpiredHolds(
+        store.db.dialect === 'sqlite' ? Number.MAX_SAFE_INTEGER : clock(),
+      );
       if (released > 0) logger.warn({ released }, 'released holds of requests that never settled');
-      scheduler.start([createRetentionJob(store, clock, config.retentionDays, logger), createHoldRecoveryJob(store, clock, logger)]);
+      scheduler.start([
+        createRetentionJob(store, clock, config.retentionDays, logger),
+        createHoldRecoveryJob(store, clock, logger),
+      ]);
     },
     async close() {
       await scheduler.stop();

@@ -62,7 +62,9 @@ for (const backend of BACKENDS) {
         assert.equal(response.status, status, JSON.stringify(body));
         ERROR_SHAPE(response.body, code);
       }
-      const field = await server.call('POST', '/api/auth/register', { body: { email: 'bob@example.com', password: 'x' } });
+      const field = await server.call('POST', '/api/auth/register', {
+        body: { email: 'bob@example.com', password: 'x' },
+      });
       assert.match(field.body.error.message, /password/);
     });
 
@@ -80,7 +82,9 @@ for (const backend of BACKENDS) {
       ERROR_SHAPE(again.body, 'invalid_request');
 
       await server.register('late@example.com');
-      const lateToken = /token: (\S+)/.exec(server.mails.find((m) => m.to === 'late@example.com')?.text ?? '')?.[1];
+      const lateToken = /token: (\S+)/.exec(
+        server.mails.find((m) => m.to === 'late@example.com')?.text ?? '',
+      )?.[1];
       time.advance(3 * 86_400_000);
       const expired = await server.call('POST', '/api/auth/verify-email', { body: { token: lateToken } });
       assert.equal(expired.status, 400);
@@ -91,7 +95,9 @@ for (const backend of BACKENDS) {
       const missing = await server.call('GET', '/api/account');
       assert.equal(missing.status, 401);
       ERROR_SHAPE(missing.body, 'unauthorized');
-      const unknown = await server.call('GET', '/api/account', { key: 'tg-nobody-has-this-key-000000000000' });
+      const unknown = await server.call('GET', '/api/account', {
+        key: 'tg-nobody-has-this-key-000000000000',
+      });
       assert.equal(unknown.status, 401);
       const basic = await server.call('GET', '/api/account', { headers: { authorization: 'Basic abc' } });
       assert.equal(basic.status, 401);
@@ -99,7 +105,11 @@ for (const backend of BACKENDS) {
       const { key, accountId } = await server.register();
       const second = await server.call('POST', '/api/keys', { key, body: { name: 'ci' } });
       assert.equal(second.status, 201);
-      assert.equal((await server.call('GET', '/api/account', { key: second.body.key })).status, 200, 'warms the cache');
+      assert.equal(
+        (await server.call('GET', '/api/account', { key: second.body.key })).status,
+        200,
+        'warms the cache',
+      );
       const revoked = await server.call('DELETE', `/api/keys/${second.body.id}`, { key });
       assert.equal(revoked.status, 200);
       assert.equal(revoked.body.status, 'revoked');
@@ -107,11 +117,17 @@ for (const backend of BACKENDS) {
       assert.equal(refused.status, 403, 'a revoke takes effect at once despite the cache');
       ERROR_SHAPE(refused.body, 'forbidden');
 
-      assert.equal((await server.call('POST', `/api/admin/accounts/${accountId}/suspend`, { key: ADMIN_KEY })).status, 200);
+      assert.equal(
+        (await server.call('POST', `/api/admin/accounts/${accountId}/suspend`, { key: ADMIN_KEY })).status,
+        200,
+      );
       const suspended = await server.call('GET', '/api/account', { key });
       assert.equal(suspended.status, 403);
       assert.match(suspended.body.error.message, /suspended/);
-      assert.equal((await server.call('POST', `/api/admin/accounts/${accountId}/unsuspend`, { key: ADMIN_KEY })).status, 200);
+      assert.equal(
+        (await server.call('POST', `/api/admin/accounts/${accountId}/unsuspend`, { key: ADMIN_KEY })).status,
+        200,
+      );
       assert.equal((await server.call('GET', '/api/account', { key })).status, 200);
     });
 
@@ -128,10 +144,19 @@ for (const backend of BACKENDS) {
 
     it('a key with allowed_ips refuses other client addresses with 403', async () => {
       const { key } = await server.register();
-      const bad = await server.call('POST', '/api/keys', { key, body: { name: 'x', allowed_ips: ['not-a-cidr'] } });
+      const bad = await server.call('POST', '/api/keys', {
+        key,
+        body: { name: 'x', allowed_ips: ['not-a-cidr'] },
+      });
       assert.equal(bad.status, 400);
-      const elsewhere = await server.call('POST', '/api/keys', { key, body: { name: 'office', allowed_ips: ['203.0.113.0/24'] } });
-      const local = await server.call('POST', '/api/keys', { key, body: { name: 'local', allowed_ips: ['127.0.0.0/8', '::1/128'] } });
+      const elsewhere = await server.call('POST', '/api/keys', {
+        key,
+        body: { name: 'office', allowed_ips: ['203.0.113.0/24'] },
+      });
+      const local = await server.call('POST', '/api/keys', {
+        key,
+        body: { name: 'local', allowed_ips: ['127.0.0.0/8', '::1/128'] },
+      });
       assert.equal((await server.call('GET', '/api/account', { key: elsewhere.body.key })).status, 403);
       assert.equal((await server.call('GET', '/api/account', { key: local.body.key })).status, 200);
     });
@@ -148,13 +173,22 @@ for (const backend of BACKENDS) {
       assert.equal(all.body.data.length, 2);
       assert.ok(all.body.total > 2);
       const id = page.body.data[0].id;
-      const plan = await server.call('PUT', `/api/admin/accounts/${id}/plan`, { key: ADMIN_KEY, body: { plan: 'pro' } });
+      const plan = await server.call('PUT', `/api/admin/accounts/${id}/plan`, {
+        key: ADMIN_KEY,
+        body: { plan: 'pro' },
+      });
       assert.equal(plan.status, 200);
       assert.equal(plan.body.plan, 'pro');
       assert.equal((await server.call('GET', '/api/account', { key })).body.limits.requests_per_minute, 300);
-      const badPlan = await server.call('PUT', `/api/admin/accounts/${id}/plan`, { key: ADMIN_KEY, body: { plan: 'gold' } });
+      const badPlan = await server.call('PUT', `/api/admin/accounts/${id}/plan`, {
+        key: ADMIN_KEY,
+        body: { plan: 'gold' },
+      });
       assert.equal(badPlan.status, 400);
-      assert.equal((await server.call('POST', '/api/admin/accounts/acct_missing/suspend', { key: ADMIN_KEY })).status, 404);
+      assert.equal(
+        (await server.call('POST', '/api/admin/accounts/acct_missing/suspend', { key: ADMIN_KEY })).status,
+        404,
+      );
     });
 
     it('health, plans and models need no key', async () => {
@@ -164,15 +198,24 @@ for (const backend of BACKENDS) {
       assert.equal(health.body.database.ok, true);
       assert.equal(typeof health.body.database.latency_ms, 'number');
       const plans = await server.call('GET', '/plans');
-      assert.deepEqual(plans.body.data.map((p: any) => [p.id, p.requests_per_minute, p.tokens_per_minute, p.daily_tokens]), [
-        ['free_trial', 10, 50_000, 500_000],
-        ['starter', 60, 300_000, 5_000_000],
-        ['pro', 300, 1_500_000, 25_000_000],
-        ['enterprise', null, null, null],
-      ]);
+      assert.deepEqual(
+        plans.body.data.map((p: any) => [p.id, p.requests_per_minute, p.tokens_per_minute, p.daily_tokens]),
+        [
+          ['free_trial', 10, 50_000, 500_000],
+          ['starter', 60, 300_000, 5_000_000],
+          ['pro', 300, 1_500_000, 25_000_000],
+          ['enterprise', null, null, null],
+        ],
+      );
       const models = await server.call('GET', '/v1/models');
-      assert.deepEqual(models.body.data.map((m: any) => m.id), ['model-a', 'model-b', 'model-c', 'model-d', 'model-e', 'model-f']);
-      assert.deepEqual(models.body.data[0].pricing, { input_usd_per_million: 3.5, output_usd_per_million: 18 });
+      assert.deepEqual(
+        models.body.data.map((m: any) => m.id),
+        ['model-a', 'model-b', 'model-c', 'model-d', 'model-e', 'model-f'],
+      );
+      assert.deepEqual(models.body.data[0].pricing, {
+        input_usd_per_million: 3.5,
+        output_usd_per_million: 18,
+      });
     });
 
     it('unknown routes, wrong methods and oversized bodies get the error object', async () => {
@@ -183,10 +226,15 @@ for (const backend of BACKENDS) {
       const method = await server.call('DELETE', '/plans');
       assert.equal(method.status, 405);
       ERROR_SHAPE(method.body, 'method_not_allowed');
-      const big = await server.call('POST', '/api/auth/register', { body: JSON.stringify({ email: 'a@b.co', password: 'x'.repeat(5 * 1024 * 1024) }) });
+      const big = await server.call('POST', '/api/auth/register', {
+        body: JSON.stringify({ email: 'a@b.co', password: 'x'.repeat(5 * 1024 * 1024) }),
+      });
       assert.equal(big.status, 413);
       ERROR_SHAPE(big.body, 'payload_too_large');
-      const text = await server.call('POST', '/api/auth/register', { body: 'email=a', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const text = await server.call('POST', '/api/auth/register', {
+        body: 'email=a',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       assert.equal(text.status, 415);
       ERROR_SHAPE(text.body, 'invalid_request');
     });
@@ -205,7 +253,10 @@ for (const backend of BACKENDS) {
         assert.ok(!dump.includes(token), `${table} holds no e-mail token`);
         assert.ok(!dump.includes(ADMIN_KEY), `${table} holds no admin key`);
       }
-      const stored = await opened.db.get<{ password_hash: string }>('SELECT password_hash FROM accounts WHERE email = $1', [email]);
+      const stored = await opened.db.get<{ password_hash: string }>(
+        'SELECT password_hash FROM accounts WHERE email = $1',
+        [email],
+      );
       assert.match(stored?.password_hash ?? '', /^scrypt\$/);
     });
   });

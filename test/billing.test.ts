@@ -35,48 +35,86 @@ for (const backend of BACKENDS) {
 
     before(async () => {
       opened = await backend.open();
-      server = await startTestServer({ backend: opened, clock: time.clock, yaml: { simulator: { chunk_interval_ms: 0 } } });
+      server = await startTestServer({
+        backend: opened,
+        clock: time.clock,
+        yaml: { simulator: { chunk_interval_ms: 0 } },
+      });
     });
     after(async () => {
       await server?.close();
       await opened?.cleanup();
     });
 
-    const chat = (key: string, body: Record<string, unknown>) => server.call('POST', '/v1/chat/completions', { key, body });
+    const chat = (key: string, body: Record<string, unknown>) =>
+      server.call('POST', '/v1/chat/completions', { key, body });
     const balanceOf = async (key: string): Promise<number> => {
       await server.services.settlements.flush();
       return Math.round((await server.call('GET', '/api/account', { key })).body.balance_usd * 1e6);
     };
     const enterprise = async () => {
       const registered = await server.register();
-      await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, { key: ADMIN_KEY, body: { plan: 'enterprise' } });
+      await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
+        key: ADMIN_KEY,
+        body: { plan: 'enterprise' },
+      });
       return registered;
     };
     const ledgerBalances = async (accountId: string): Promise<void> => {
-      const granted = await opened.db.get<{ s: number }>('SELECT CAST(SUM(amount_micros) AS BIGINT) AS s FROM credit_grants WHERE account_id = $1', [accountId]);
-      const remaining = await opened.db.get<{ s: number }>('SELECT CAST(SUM(remaining_micros) AS BIGINT) AS s FROM credit_grants WHERE account_id = $1', [accountId]);
+      const granted = await opened.db.get<{ s: number }>(
+        'SELECT CAST(SUM(amount_micros) AS BIGINT) AS s FROM credit_grants WHERE account_id = $1',
+        [accountId],
+      );
+      const remaining = await opened.db.get<{ s: number }>(
+        'SELECT CAST(SUM(remaining_micros) AS BIGINT) AS s FROM credit_grants WHERE account_id = $1',
+        [accountId],
+      );
       const charged = await opened.db.get<{ s: number | null }>(
         'SELECT CAST(SUM(cost_micros - uncollected_micros) AS BIGINT) AS s FROM usage_records WHERE account_id = $1',
         [accountId],
       );
-      const account = await opened.db.get<{ held_micros: number }>('SELECT held_micros FROM accounts WHERE id = $1', [accountId]);
-      const holds = await opened.db.get<{ s: number | null }>('SELECT CAST(SUM(amount_micros) AS BIGINT) AS s FROM holds WHERE account_id = $1', [accountId]);
-      assert.equal(Number(granted?.s) - Number(charged?.s ?? 0), Number(remaining?.s), 'grants − charges = remaining credit');
+      const account = await opened.db.get<{ held_micros: number }>(
+        'SELECT held_micros FROM accounts WHERE id = $1',
+        [accountId],
+      );
+      const holds = await opened.db.get<{ s: number | null }>(
+        'SELECT CAST(SUM(amount_micros) AS BIGINT) AS s FROM holds WHERE account_id = $1',
+        [accountId],
+      );
+      assert.equal(
+        Number(granted?.s) - Number(charged?.s ?? 0),
+        Number(remaining?.s),
+        'grants − charges = remaining credit',
+      );
       assert.equal(account?.held_micros, Number(holds?.s ?? 0), 'the held total equals the open holds');
     };
 
     it('every model is charged exactly its price for the tokens used, model-a’s split included', async () => {
       const { key, accountId } = await enterprise();
-      await server.call('POST', `/api/admin/accounts/${accountId}/credits`, { key: ADMIN_KEY, body: { amount_usd: 10 } });
+      await server.call('POST', `/api/admin/accounts/${accountId}/credits`, {
+        key: ADMIN_KEY,
+        body: { amount_usd: 10 },
+      });
       for (const model of MODEL_CATALOG) {
         const before = await balanceOf(key);
-        const response = await chat(key, { model: model.id, messages: [{ role: 'user', content: `Price check for ${model.id}` }] });
+        const response = await chat(key, {
+          model: model.id,
+          messages: [{ role: 'user', content: `Price check for ${model.id}` }],
+        });
         assert.equal(response.status, 200);
         const { prompt_tokens: prompt, completion_tokens: completion } = response.body.usage;
-        const expected = Math.ceil((prompt * model.inputMicrosPerMillion + completion * model.outputMicrosPerMillion) / 1e6);
-        assert.equal(Number(response.headers.get('x-tollgate-cost-usd')) * 1e6, expected, `${model.id} cost header`);
+        const expected = Math.ceil(
+          (prompt * model.inputMicrosPerMillion + completion * model.outputMicrosPerMillion) / 1e6,
+        );
+        assert.equal(
+          Number(response.headers.get('x-tollgate-cost-usd')) * 1e6,
+          expected,
+          `${model.id} cost header`,
+        );
         assert.equal(before - (await balanceOf(key)), expected, `${model.id} charge`);
-        const record = await opened.db.get<any>('SELECT * FROM usage_records WHERE request_id = $1', [response.headers.get('x-request-id')]);
+        const record = await opened.db.get<any>('SELECT * FROM usage_records WHERE request_id = $1', [
+          response.headers.get('x-request-id'),
+        ]);
         assert.equal(record.cost_micros, expected);
         assert.equal(record.prompt_tokens, prompt);
         assert.equal(record.completion_tokens, completion);
@@ -88,13 +126,21 @@ for (const backend of BACKENDS) {
 
     it('a streamed request is charged like a whole one', async () => {
       const { key, accountId } = await enterprise();
-      await server.call('POST', `/api/admin/accounts/${accountId}/credits`, { key: ADMIN_KEY, body: { amount_usd: 1 } });
+      await server.call('POST', `/api/admin/accounts/${accountId}/credits`, {
+        key: ADMIN_KEY,
+        body: { amount_usd: 1 },
+      });
       const body = { model: 'model-a', messages: [{ role: 'user', content: 'stream and bill' }] };
       const whole = await chat(key, body);
       const before = await balanceOf(key);
-      const streamed = await server.call('POST', '/v1/chat/completions', { key, body: { ...body, stream: true } });
+      const streamed = await server.call('POST', '/v1/chat/completions', {
+        key,
+        body: { ...body, stream: true },
+      });
       assert.equal(streamed.status, 200);
-      const expected = Math.ceil((whole.body.usage.prompt_tokens * 3_500_000 + whole.body.usage.completion_tokens * 18_000_000) / 1e6);
+      const expected = Math.ceil(
+        (whole.body.usage.prompt_tokens * 3_500_000 + whole.body.usage.completion_tokens * 18_000_000) / 1e6,
+      );
       assert.equal(before - (await balanceOf(key)), expected);
     });
 
@@ -102,13 +148,24 @@ for (const backend of BACKENDS) {
       const { key, accountId } = await enterprise();
       const messages = [{ role: 'user' as const, content: 'Concurrency test: answer briefly please.' }];
       const prompt = countPromptTokens(messages.map((m) => ({ ...m })));
-      const each = costMicros({ inputMicrosPerMillion: 3_500_000, outputMicrosPerMillion: 18_000_000 }, prompt, 5);
-      await opened.db.run('UPDATE credit_grants SET amount_micros = $2, remaining_micros = $2 WHERE account_id = $1', [accountId, each * 50]);
+      const each = costMicros(
+        { inputMicrosPerMillion: 3_500_000, outputMicrosPerMillion: 18_000_000 },
+        prompt,
+        5,
+      );
+      await opened.db.run(
+        'UPDATE credit_grants SET amount_micros = $2, remaining_micros = $2 WHERE account_id = $1',
+        [accountId, each * 50],
+      );
       const responses = await Promise.all(
         Array.from({ length: 200 }, () => chat(key, { model: 'model-a', max_tokens: 5, messages })),
       );
       const statuses = responses.map((r) => r.status);
-      assert.equal(statuses.filter((s) => s === 200).length, 50, `statuses: ${JSON.stringify(statuses.filter((s) => s !== 200 && s !== 402))}`);
+      assert.equal(
+        statuses.filter((s) => s === 200).length,
+        50,
+        `statuses: ${JSON.stringify(statuses.filter((s) => s !== 200 && s !== 402))}`,
+      );
       assert.equal(statuses.filter((s) => s === 402).length, 150);
       const refused = responses.find((r) => r.status === 402)!;
       assert.equal(refused.body.error.code, 'payment_required');
@@ -122,7 +179,10 @@ for (const backend of BACKENDS) {
 
     it('the trial expires after 14 days: 402 saying so, and the account shows why', async () => {
       const { key } = await server.register();
-      assert.equal((await chat(key, { model: 'model-b', messages: [{ role: 'user', content: 'x' }] })).status, 200);
+      assert.equal(
+        (await chat(key, { model: 'model-b', messages: [{ role: 'user', content: 'x' }] })).status,
+        200,
+      );
       time.advance(14 * DAY + 1);
       try {
         const refused = await chat(key, { model: 'model-b', messages: [{ role: 'user', content: 'x' }] });
@@ -138,7 +198,10 @@ for (const backend of BACKENDS) {
 
     it('a paid plan whose period ended without renewal gets 402 with the reason', async () => {
       const { key, accountId } = await server.register();
-      await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, { key: ADMIN_KEY, body: { plan: 'starter' } });
+      await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, {
+        key: ADMIN_KEY,
+        body: { plan: 'starter' },
+      });
       const account = await server.call('GET', '/api/account', { key });
       assert.equal(account.body.plan, 'starter');
       assert.equal(account.body.credits.find((c: any) => c.kind === 'plan').amount_usd, 20);
@@ -148,7 +211,10 @@ for (const backend of BACKENDS) {
         const refused = await chat(key, { model: 'model-b', messages: [{ role: 'user', content: 'x' }] });
         assert.equal(refused.status, 402);
         assert.match(refused.body.error.message, /Starter plan ended .* without renewal/);
-        assert.equal((await server.call('GET', '/api/account', { key })).body.billing_status, 'subscription_expired');
+        assert.equal(
+          (await server.call('GET', '/api/account', { key })).body.billing_status,
+          'subscription_expired',
+        );
       } finally {
         time.advance(-31 * DAY);
       }
@@ -157,21 +223,37 @@ for (const backend of BACKENDS) {
     it('usage draws from the grant that expires first', async () => {
       const { key, accountId } = await server.register();
       const later = new Date(time.now + 200 * DAY).toISOString();
-      await server.call('POST', `/api/admin/accounts/${accountId}/credits`, { key: ADMIN_KEY, body: { amount_usd: 5, expires_at: later } });
+      await server.call('POST', `/api/admin/accounts/${accountId}/credits`, {
+        key: ADMIN_KEY,
+        body: { amount_usd: 5, expires_at: later },
+      });
       const response = await chat(key, { model: 'model-a', messages: [{ role: 'user', content: 'x' }] });
       const cost = Math.round(Number(response.headers.get('x-tollgate-cost-usd')) * 1e6);
       await server.services.settlements.flush();
       const credits = (await server.call('GET', '/api/account', { key })).body.credits;
-      assert.equal(Math.round(credits.find((c: any) => c.kind === 'trial').remaining_usd * 1e6), 1_000_000 - cost);
+      assert.equal(
+        Math.round(credits.find((c: any) => c.kind === 'trial').remaining_usd * 1e6),
+        1_000_000 - cost,
+      );
       assert.equal(credits.find((c: any) => c.kind === 'admin').remaining_usd, 5);
     });
 
     it('settling the same request twice charges it once', async () => {
       const { key, accountId } = await server.register();
       const settlement = {
-        requestId: `req_twice_${backend.name}`, accountId, keyId: 'key_x', model: 'model-b', deployment: 'simulator/model-b',
-        promptTokens: 1000, completionTokens: 1000, estimated: false, costMicros: 260, status: 'ok' as const,
-        latencyMs: 5, ttftMs: null, createdAt: time.now,
+        requestId: `req_twice_${backend.name}`,
+        accountId,
+        keyId: 'key_x',
+        model: 'model-b',
+        deployment: 'simulator/model-b',
+        promptTokens: 1000,
+        completionTokens: 1000,
+        estimated: false,
+        costMicros: 260,
+        status: 'ok' as const,
+        latencyMs: 5,
+        ttftMs: null,
+        createdAt: time.now,
       };
       await server.services.store.ledger.settle([settlement]);
       await server.services.store.ledger.settle([settlement, settlement]);
@@ -181,18 +263,28 @@ for (const backend of BACKENDS) {
 
     it('GET /api/usage groups the account’s tokens and cost by day, model and key', async () => {
       const { key } = await enterprise();
-      const { accountId } = await server.services.accounts.authenticate(key, '127.0.0.1').then((p) => ({ accountId: p.kind === 'user' ? p.account.id : '' }));
-      await server.call('POST', `/api/admin/accounts/${accountId}/credits`, { key: ADMIN_KEY, body: { amount_usd: 1 } });
+      const { accountId } = await server.services.accounts
+        .authenticate(key, '127.0.0.1')
+        .then((p) => ({ accountId: p.kind === 'user' ? p.account.id : '' }));
+      await server.call('POST', `/api/admin/accounts/${accountId}/credits`, {
+        key: ADMIN_KEY,
+        body: { amount_usd: 1 },
+      });
       const a = await chat(key, { model: 'model-b', messages: [{ role: 'user', content: 'one' }] });
       const b = await chat(key, { model: 'model-c', messages: [{ role: 'user', content: 'two' }] });
       await server.services.settlements.flush();
       const byModel = await server.call('GET', '/api/usage?group_by=model', { key });
       assert.equal(byModel.status, 200);
-      assert.deepEqual(byModel.body.data.map((row: any) => [row.model, row.requests, row.total_tokens]), [
-        ['model-b', 1, a.body.usage.total_tokens],
-        ['model-c', 1, b.body.usage.total_tokens],
-      ]);
-      const byDay = await server.call('GET', `/api/usage?from=${utcDay(time.now)}&to=${utcDay(time.now)}`, { key });
+      assert.deepEqual(
+        byModel.body.data.map((row: any) => [row.model, row.requests, row.total_tokens]),
+        [
+          ['model-b', 1, a.body.usage.total_tokens],
+          ['model-c', 1, b.body.usage.total_tokens],
+        ],
+      );
+      const byDay = await server.call('GET', `/api/usage?from=${utcDay(time.now)}&to=${utcDay(time.now)}`, {
+        key,
+      });
       assert.equal(byDay.body.data[0].day, utcDay(time.now));
       assert.equal(byDay.body.total.requests, 2);
       const bad = await server.call('GET', '/api/usage?group_by=week', { key });
@@ -204,10 +296,21 @@ for (const backend of BACKENDS) {
       assert.equal((await server.call('GET', '/api/stats/segmented', { key })).status, 403);
       assert.equal((await server.call('GET', '/api/stats/segmented')).status, 401);
       const before = (await server.call('GET', '/api/stats/segmented', { key: ADMIN_KEY })).body;
-      const response = await chat(key, { model: 'model-b', messages: [{ role: 'user', content: 'count me' }] });
+      const response = await chat(key, {
+        model: 'model-b',
+        messages: [{ role: 'user', content: 'count me' }],
+      });
       await server.services.settlements.flush();
       const stats = (await server.call('GET', '/api/stats/segmented', { key: ADMIN_KEY })).body;
-      assert.deepEqual(Object.keys(stats).sort(), ['active_users_30d', 'active_users_7d', 'paid_users', 'today_cost', 'today_tokens', 'total_users', 'verified_users']);
+      assert.deepEqual(Object.keys(stats).sort(), [
+        'active_users_30d',
+        'active_users_7d',
+        'paid_users',
+        'today_cost',
+        'today_tokens',
+        'total_users',
+        'verified_users',
+      ]);
       assert.equal(stats.total_users, before.total_users);
       assert.equal(stats.active_users_7d, before.active_users_7d + 1);
       assert.equal(stats.today_tokens, before.today_tokens + response.body.usage.total_tokens);
@@ -219,13 +322,25 @@ for (const backend of BACKENDS) {
       const { key, accountId } = await server.register();
       await chat(key, { model: 'model-b', messages: [{ role: 'user', content: 'old' }] });
       await server.services.settlements.flush();
-      await opened.db.run('UPDATE usage_records SET created_at = created_at - $2 WHERE account_id = $1', [accountId, 91 * DAY]);
-      const rollupBefore = await opened.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_daily WHERE account_id = $1', [accountId]);
+      await opened.db.run('UPDATE usage_records SET created_at = created_at - $2 WHERE account_id = $1', [
+        accountId,
+        91 * DAY,
+      ]);
+      const rollupBefore = await opened.db.get<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM usage_daily WHERE account_id = $1',
+        [accountId],
+      );
       const { createRetentionJob } = await import('../src/jobs/scheduler.ts');
       const job = createRetentionJob(server.services.store, time.clock, 90, server.services.logger);
-      assert.equal(await server.services.scheduler.runOnce({ ...job, name: `retention-${backend.name}` }), true);
+      assert.equal(
+        await server.services.scheduler.runOnce({ ...job, name: `retention-${backend.name}` }),
+        true,
+      );
       assert.equal(await server.services.store.usage.recordCount(accountId), 0);
-      const rollupAfter = await opened.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_daily WHERE account_id = $1', [accountId]);
+      const rollupAfter = await opened.db.get<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM usage_daily WHERE account_id = $1',
+        [accountId],
+      );
       assert.equal(Number(rollupAfter?.n), Number(rollupBefore?.n));
     });
   });

@@ -17,7 +17,10 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
     opened = await backend.open();
     server = await startTestServer({ backend: opened, yaml: { simulator: { chunk_interval_ms: 2 } } });
     ({ key, accountId } = await server.register());
-    await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, { key: ADMIN_KEY, body: { plan: 'pro' } });
+    await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, {
+      key: ADMIN_KEY,
+      body: { plan: 'pro' },
+    });
     client = new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0 });
   });
   after(async () => {
@@ -26,7 +29,10 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
   });
 
   it('a non-streamed completion has the spec shape, the public model id and a request id', async () => {
-    const completion = await client.chat.completions.create({ model: 'model-b', messages: [{ role: 'user', content: 'Say hello' }] });
+    const completion = await client.chat.completions.create({
+      model: 'model-b',
+      messages: [{ role: 'user', content: 'Say hello' }],
+    });
     assert.equal(completion.object, 'chat.completion');
     assert.equal(completion.model, 'model-b');
     assert.match(completion.id, /^chatcmpl-/);
@@ -70,13 +76,24 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
     assert.ok(chunks > 5, `got ${chunks} chunks`);
     assert.equal(finish, 'stop');
     assert.ok(usage && usage.completion_tokens > 0);
-    const whole = await client.chat.completions.create({ model: 'model-b', messages: [{ role: 'user', content: 'Stream please' }] });
-    assert.equal(text, whole.choices[0]?.message.content, 'the stream carries the same text as the whole answer');
+    const whole = await client.chat.completions.create({
+      model: 'model-b',
+      messages: [{ role: 'user', content: 'Stream please' }],
+    });
+    assert.equal(
+      text,
+      whole.choices[0]?.message.content,
+      'the stream carries the same text as the whole answer',
+    );
     assert.deepEqual(usage, whole.usage);
   });
 
   it('without include_usage no usage chunk is sent', async () => {
-    const stream = await client.chat.completions.create({ model: 'model-e', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const stream = await client.chat.completions.create({
+      model: 'model-e',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     for await (const chunk of stream) {
       assert.ok(chunk.choices.length > 0);
       assert.equal(chunk.usage, undefined);
@@ -104,7 +121,11 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
         function: {
           name: 'get_weather',
           description: 'Weather for a city',
-          parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'] },
+          parameters: {
+            type: 'object',
+            properties: { city: { type: 'string' }, days: { type: 'integer' } },
+            required: ['city', 'days'],
+          },
         },
       },
     ];
@@ -115,12 +136,17 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
     assert.ok(call && call.type === 'function');
     assert.equal(call.function.name, 'get_weather');
     assert.deepEqual(JSON.parse(call.function.arguments), { city: 'example', days: 1 });
-    messages.push(first.choices[0]!.message, { role: 'tool', tool_call_id: call.id, content: '{"temp": 21}' });
+    messages.push(first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '{"temp": 21}' });
     const second = await client.chat.completions.create({ model: 'model-a', messages, tools });
     assert.equal(second.choices[0]?.finish_reason, 'stop');
     assert.match(second.choices[0]?.message.content ?? '', /^From the tool result/);
 
-    const streamed = await client.chat.completions.create({ model: 'model-a', messages: [messages[0]!], tools, stream: true });
+    const streamed = await client.chat.completions.create({
+      model: 'model-a',
+      messages: [messages[0]!],
+      tools,
+      stream: true,
+    });
     let args = '';
     let name = '';
     for await (const chunk of streamed) {
@@ -134,7 +160,11 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
   });
 
   it('max_tokens cuts the answer with finish_reason length', async () => {
-    const completion = await client.chat.completions.create({ model: 'model-b', max_tokens: 3, messages: [{ role: 'user', content: 'Long answer please' }] });
+    const completion = await client.chat.completions.create({
+      model: 'model-b',
+      max_tokens: 3,
+      messages: [{ role: 'user', content: 'Long answer please' }],
+    });
     assert.equal(completion.choices[0]?.finish_reason, 'length');
     assert.equal(completion.usage?.completion_tokens, 3);
   });
@@ -161,7 +191,10 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
       }
       assert.ok(record, 'the cancelled stream has a usage record');
       assert.equal(record.status, 'cancelled');
-      assert.ok(record.completion_tokens >= 3 && record.completion_tokens < 30, `billed ${record.completion_tokens} completion tokens`);
+      assert.ok(
+        record.completion_tokens >= 3 && record.completion_tokens < 30,
+        `billed ${record.completion_tokens} completion tokens`,
+      );
       assert.ok(record.cost_micros > 0);
     } finally {
       await slow.close();
@@ -170,16 +203,46 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
 
   it('each error status raises the SDK error class of that status, with requestID set', async () => {
     const cases: [() => Promise<unknown>, new (...args: never[]) => APIError, number][] = [
-      [() => client.chat.completions.create({ model: 'model-b', messages: [], temperature: 3 }), OpenAI.BadRequestError, 400],
-      [() => client.chat.completions.create({ model: 'model-b', messages: [{ role: 'user', content: 'x' }], temperature: 2.5 }), OpenAI.BadRequestError, 400],
-      [() => new OpenAI({ apiKey: 'tg-wrong-key-000000000000000000', baseURL: `${server.url}/v1`, maxRetries: 0 }).chat.completions.create({ model: 'model-b', messages: [{ role: 'user', content: 'x' }] }), OpenAI.AuthenticationError, 401],
-      [() => client.chat.completions.create({ model: 'model-x', messages: [{ role: 'user', content: 'x' }] }), OpenAI.NotFoundError, 404],
+      [
+        () => client.chat.completions.create({ model: 'model-b', messages: [], temperature: 3 }),
+        OpenAI.BadRequestError,
+        400,
+      ],
+      [
+        () =>
+          client.chat.completions.create({
+            model: 'model-b',
+            messages: [{ role: 'user', content: 'x' }],
+            temperature: 2.5,
+          }),
+        OpenAI.BadRequestError,
+        400,
+      ],
+      [
+        () =>
+          new OpenAI({
+            apiKey: 'tg-wrong-key-000000000000000000',
+            baseURL: `${server.url}/v1`,
+            maxRetries: 0,
+          }).chat.completions.create({ model: 'model-b', messages: [{ role: 'user', content: 'x' }] }),
+        OpenAI.AuthenticationError,
+        401,
+      ],
+      [
+        () =>
+          client.chat.completions.create({ model: 'model-x', messages: [{ role: 'user', content: 'x' }] }),
+        OpenAI.NotFoundError,
+        404,
+      ],
     ];
     for (const [run, errorClass, status] of cases) {
       await assert.rejects(run(), (error: unknown) => {
-        assert.ok(error instanceof errorClass, `expected ${errorClass.name} for ${status}, got ${String(error)}`);
-        assert.equal((error as APIError).status, status);
-        assert.match((error as APIError).requestID ?? '', /^req_/);
+        assert.ok(
+          error instanceof errorClass,
+          `expected ${errorClass.name} for ${status}, got ${String(error)}`,
+        );
+        assert.equal(error.status, status);
+        assert.match(error.requestID ?? '', /^req_/);
         return true;
       });
     }
@@ -201,29 +264,44 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
       [{ messages: 'hello' }, /messages/],
       [{ model: 7 }, /model/],
       [{ tools: [{ type: 'function', function: { name: 'bad name!' } }] }, /tools\[0\]\.function\.name/],
-      [{ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'string' } } }] }, /parameters/],
+      [
+        { tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'string' } } }] },
+        /parameters/,
+      ],
       [{ tool_choice: { type: 'function', function: { name: 'missing' } } }, /tool_choice/],
       [{ messages: [{ role: 'user', content: 'x '.repeat(70_000) }] }, /context window/],
     ];
     for (const [override, pattern] of cases) {
-      const response = await server.call('POST', '/v1/chat/completions', { key, body: { ...base, ...override } });
+      const response = await server.call('POST', '/v1/chat/completions', {
+        key,
+        body: { ...base, ...override },
+      });
       assert.equal(response.status, 400, JSON.stringify(override).slice(0, 100));
       assert.equal(response.body.error.code, 'invalid_request');
       assert.match(response.body.error.message, pattern);
     }
-    const malformed = await server.call('POST', '/v1/chat/completions', { key, body: '{"model": "model-b", "messages": [' });
+    const malformed = await server.call('POST', '/v1/chat/completions', {
+      key,
+      body: '{"model": "model-b", "messages": [',
+    });
     assert.equal(malformed.status, 400);
     assert.equal(malformed.body.error.code, 'invalid_request');
   });
 
   it('answers carry x-request-id, the overhead and cost headers, and /metrics counts the requests', async () => {
-    const response = await server.call('POST', '/v1/chat/completions', { key, body: { model: 'model-f', messages: [{ role: 'user', content: 'x' }] } });
+    const response = await server.call('POST', '/v1/chat/completions', {
+      key,
+      body: { model: 'model-f', messages: [{ role: 'user', content: 'x' }] },
+    });
     assert.equal(response.status, 200);
     assert.match(response.headers.get('x-request-id') ?? '', /^req_/);
     assert.ok(Number(response.headers.get('x-tollgate-overhead-ms')) >= 0);
     assert.match(response.headers.get('x-tollgate-cost-usd') ?? '', /^0\.\d{6}$/);
     const metrics = await fetch(`${server.url}/metrics`).then((r) => r.text());
-    assert.match(metrics, /tollgate_chat_requests_total\{model="model-f",provider="simulator",status="ok"\} 1/);
+    assert.match(
+      metrics,
+      /tollgate_chat_requests_total\{model="model-f",provider="simulator",status="ok"\} 1/,
+    );
     assert.match(metrics, /tollgate_chat_time_to_first_token_seconds_bucket/);
   });
 });

@@ -16,33 +16,58 @@ describe('a gateway process killed mid-load', () => {
     dir = mkdtempSync(join(tmpdir(), 'tollgate-crash-'));
     const config = join(dir, 'tollgate.yaml');
     writeFileSync(config, 'simulator:\n  chunk_interval_ms: 25\n');
-    env = { DATABASE_URL: `sqlite:${join(dir, 'tollgate.db')}`, TOLLGATE_ADMIN_KEY: ADMIN, TOLLGATE_CONFIG: config };
+    env = {
+      DATABASE_URL: `sqlite:${join(dir, 'tollgate.db')}`,
+      TOLLGATE_ADMIN_KEY: ADMIN,
+      TOLLGATE_CONFIG: config,
+    };
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   const post = (url: string, path: string, key: string, body: unknown) =>
-    fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
 
   it('loses no settled charge, and its open holds are released at the next start', async () => {
     const first = await startGatewayProcess(env);
-    const registered = await (await fetch(`${first.url}/api/auth/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'crash@example.com', password: 'correct horse battery' }),
-    })).json() as any;
+    const registered = (await (
+      await fetch(`${first.url}/api/auth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'crash@example.com', password: 'correct horse battery' }),
+      })
+    ).json()) as any;
     const key: string = registered.api_key.key;
     const accountId: string = registered.account.id;
-    await fetch(`${first.url}/api/admin/accounts/${accountId}/plan`, { method: 'PUT', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: '{"plan":"enterprise"}' });
+    await fetch(`${first.url}/api/admin/accounts/${accountId}/plan`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: '{"plan":"enterprise"}',
+    });
     await post(first.url, `/api/admin/accounts/${accountId}/credits`, ADMIN, { amount_usd: 50 });
 
-    const settled = await Promise.all(Array.from({ length: 40 }, (_, i) => post(first.url, '/v1/chat/completions', key, { model: 'model-a', messages: [{ role: 'user', content: `wave one ${i}` }] })));
+    const settled = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        post(first.url, '/v1/chat/completions', key, {
+          model: 'model-a',
+          messages: [{ role: 'user', content: `wave one ${i}` }],
+        }),
+      ),
+    );
     assert.ok(settled.every((r) => r.status === 200));
     const settledIds = settled.map((r) => r.headers.get('x-request-id')!);
     await new Promise((resolve) => setTimeout(resolve, 200));
 
     // A second wave of slow streams is in flight, holding credit, when the process dies.
     const inFlight = Array.from({ length: 30 }, (_, i) =>
-      post(first.url, '/v1/chat/completions', key, { model: 'model-a', stream: true, messages: [{ role: 'user', content: `wave two ${i}` }] })
+      post(first.url, '/v1/chat/completions', key, {
+        model: 'model-a',
+        stream: true,
+        messages: [{ role: 'user', content: `wave two ${i}` }],
+      })
         .then((r) => r.text())
         .catch(() => 'cut'),
     );
@@ -61,19 +86,40 @@ describe('a gateway process killed mid-load', () => {
       const check = createSqliteDb(join(dir, 'tollgate.db'));
       const holds = await check.get<{ n: number }>('SELECT COUNT(*) AS n FROM holds');
       assert.equal(Number(holds?.n), 0, 'holds recovered at start');
-      const account = await check.get<{ held_micros: number }>('SELECT held_micros FROM accounts WHERE id = $1', [accountId]);
+      const account = await check.get<{ held_micros: number }>(
+        'SELECT held_micros FROM accounts WHERE id = $1',
+        [accountId],
+      );
       assert.equal(account?.held_micros, 0);
       for (const id of settledIds) {
-        const record = await check.get<{ status: string; cost_micros: number }>('SELECT status, cost_micros FROM usage_records WHERE request_id = $1', [id]);
+        const record = await check.get<{ status: string; cost_micros: number }>(
+          'SELECT status, cost_micros FROM usage_records WHERE request_id = $1',
+          [id],
+        );
         assert.equal(record?.status, 'ok', `settled request ${id} survived`);
         assert.ok(record.cost_micros > 0);
       }
-      const granted = await check.get<{ s: number }>('SELECT CAST(SUM(amount_micros) AS BIGINT) AS s FROM credit_grants WHERE account_id = $1', [accountId]);
-      const remaining = await check.get<{ s: number }>('SELECT CAST(SUM(remaining_micros) AS BIGINT) AS s FROM credit_grants WHERE account_id = $1', [accountId]);
-      const charged = await check.get<{ s: number }>('SELECT CAST(SUM(cost_micros - uncollected_micros) AS BIGINT) AS s FROM usage_records WHERE account_id = $1', [accountId]);
-      assert.equal(Number(granted?.s) - Number(charged?.s), Number(remaining?.s), 'the ledger balances after the crash');
+      const granted = await check.get<{ s: number }>(
+        'SELECT CAST(SUM(amount_micros) AS BIGINT) AS s FROM credit_grants WHERE account_id = $1',
+        [accountId],
+      );
+      const remaining = await check.get<{ s: number }>(
+        'SELECT CAST(SUM(remaining_micros) AS BIGINT) AS s FROM credit_grants WHERE account_id = $1',
+        [accountId],
+      );
+      const charged = await check.get<{ s: number }>(
+        'SELECT CAST(SUM(cost_micros - uncollected_micros) AS BIGINT) AS s FROM usage_records WHERE account_id = $1',
+        [accountId],
+      );
+      assert.equal(
+        Number(granted?.s) - Number(charged?.s),
+        Number(remaining?.s),
+        'the ledger balances after the crash',
+      );
       await check.close();
-      const balance = await (await fetch(`${second.url}/api/account`, { headers: { authorization: `Bearer ${key}` } })).json() as any;
+      const balance = (await (
+        await fetch(`${second.url}/api/account`, { headers: { authorization: `Bearer ${key}` } })
+      ).json()) as any;
       assert.equal(balance.held_usd, 0);
     } finally {
       second.child.kill('SIGTERM');
@@ -83,12 +129,18 @@ describe('a gateway process killed mid-load', () => {
 
   it('SIGTERM drains a stream in flight, settles it, then exits 0', async () => {
     const gateway = await startGatewayProcess(env);
-    const registered = await (await fetch(`${gateway.url}/api/auth/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'drain@example.com', password: 'correct horse battery' }),
-    })).json() as any;
-    const response = await post(gateway.url, '/v1/chat/completions', registered.api_key.key, { model: 'model-b', stream: true, messages: [{ role: 'user', content: 'drain' }] });
+    const registered = (await (
+      await fetch(`${gateway.url}/api/auth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'drain@example.com', password: 'correct horse battery' }),
+      })
+    ).json()) as any;
+    const response = await post(gateway.url, '/v1/chat/completions', registered.api_key.key, {
+      model: 'model-b',
+      stream: true,
+      messages: [{ role: 'user', content: 'drain' }],
+    });
     const requestId = response.headers.get('x-request-id');
     const text = response.text();
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -96,7 +148,10 @@ describe('a gateway process killed mid-load', () => {
     assert.match(await text, /data: \[DONE\]/, 'the stream finished despite the stop');
     assert.equal(await gateway.exited, 0);
     const db = createSqliteDb(join(dir, 'tollgate.db'));
-    const record = await db.get<{ status: string }>('SELECT status FROM usage_records WHERE request_id = $1', [requestId]);
+    const record = await db.get<{ status: string }>(
+      'SELECT status FROM usage_records WHERE request_id = $1',
+      [requestId],
+    );
     assert.equal(record?.status, 'ok', 'its settlement was flushed before exit');
     await db.close();
   });

@@ -12,11 +12,15 @@ const START = Date.parse('2026-11-03T10:00:00Z');
 interface Kind {
   name: string;
   skip: string | undefined;
-  create(): Promise<{ limiter: Limiter; cleanup(): Promise<void> }>;
+  create(): Promise<{ limiter: Limiter; cleanup: () => Promise<void> }>;
 }
 
 const KINDS: Kind[] = [
-  { name: 'memory', skip: undefined, create: async () => ({ limiter: new MemoryLimiter(), cleanup: async () => {} }) },
+  {
+    name: 'memory',
+    skip: undefined,
+    create: async () => ({ limiter: new MemoryLimiter(), cleanup: async () => {} }),
+  },
   {
     name: 'redis',
     skip: await redisUnavailable(),
@@ -54,7 +58,10 @@ for (const kind of KINDS) {
       const last = results.at(-1)!;
       assert.equal(last.allowed, false);
       // The window slides: the first request ages out 60 s after it was admitted, and then one more fits.
-      assert.ok(last.retryAfterMs! > 59_000 && last.retryAfterMs! <= 60_000, `retry after ${last.retryAfterMs}`);
+      assert.ok(
+        last.retryAfterMs! > 59_000 && last.retryAfterMs! <= 60_000,
+        `retry after ${last.retryAfterMs}`,
+      );
       assert.equal((await admit('rpm', START + 59_999)).allowed, false);
       assert.equal((await admit('rpm', START + 60_000)).allowed, true);
       assert.equal((await admit('rpm', START + 60_000)).allowed, false);
@@ -70,45 +77,96 @@ for (const kind of KINDS) {
 
     it('tokens per minute trip at the right count, and reconcile gives unused tokens back', async () => {
       const limits: LimitSet = { requestsPerMinute: null, tokensPerMinute: 1_000, dailyTokens: null };
-      assert.equal((await limiter.admit({ subject: 'tpm', requestId: 'a', limits, tokens: 600, now: START })).allowed, true);
-      assert.equal((await limiter.admit({ subject: 'tpm', requestId: 'b', limits, tokens: 400, now: START + 10 })).allowed, true);
-      const over = await limiter.admit({ subject: 'tpm', requestId: 'c', limits, tokens: 1, now: START + 20 });
+      assert.equal(
+        (await limiter.admit({ subject: 'tpm', requestId: 'a', limits, tokens: 600, now: START })).allowed,
+        true,
+      );
+      assert.equal(
+        (await limiter.admit({ subject: 'tpm', requestId: 'b', limits, tokens: 400, now: START + 10 }))
+          .allowed,
+        true,
+      );
+      const over = await limiter.admit({
+        subject: 'tpm',
+        requestId: 'c',
+        limits,
+        tokens: 1,
+        now: START + 20,
+      });
       assert.equal(over.allowed, false);
       assert.equal(over.reason, 'tokens');
       assert.equal(over.retryAfterMs, 60_000 - 20, 'the first reservation must age out');
       await limiter.reconcile('tpm', 'a', 600, 250, START + 30);
-      const fits = await limiter.admit({ subject: 'tpm', requestId: 'd', limits, tokens: 350, now: START + 40 });
+      const fits = await limiter.admit({
+        subject: 'tpm',
+        requestId: 'd',
+        limits,
+        tokens: 350,
+        now: START + 40,
+      });
       assert.equal(fits.allowed, true);
       assert.equal(fits.tokens?.remaining, 0);
-      assert.equal((await limiter.admit({ subject: 'tpm', requestId: 'e', limits, tokens: 1, now: START + 50 })).allowed, false);
-      assert.equal((await limiter.admit({ subject: 'tpm', requestId: 'f', limits, tokens: 1, now: START + 60_000 })).allowed, true);
+      assert.equal(
+        (await limiter.admit({ subject: 'tpm', requestId: 'e', limits, tokens: 1, now: START + 50 })).allowed,
+        false,
+      );
+      assert.equal(
+        (await limiter.admit({ subject: 'tpm', requestId: 'f', limits, tokens: 1, now: START + 60_000 }))
+          .allowed,
+        true,
+      );
     });
 
     it('the daily cap trips at its token count and waits until the next UTC midnight', async () => {
       const limits: LimitSet = { requestsPerMinute: null, tokensPerMinute: null, dailyTokens: 1_000 };
       const noon = Date.parse('2026-11-03T12:00:00Z');
-      assert.equal((await limiter.admit({ subject: 'day', requestId: 'd1', limits, tokens: 900, now: noon })).allowed, true);
+      assert.equal(
+        (await limiter.admit({ subject: 'day', requestId: 'd1', limits, tokens: 900, now: noon })).allowed,
+        true,
+      );
       await limiter.reconcile('day', 'd1', 900, 990, noon + 1);
       assert.equal(await limiter.dailyTokens('day', noon + 2), 990);
-      const over = await limiter.admit({ subject: 'day', requestId: 'd2', limits, tokens: 11, now: noon + 3 });
+      const over = await limiter.admit({
+        subject: 'day',
+        requestId: 'd2',
+        limits,
+        tokens: 11,
+        now: noon + 3,
+      });
       assert.equal(over.allowed, false);
       assert.equal(over.reason, 'daily');
       assert.equal(over.retryAfterMs, 12 * 3_600_000 - 3);
-      assert.equal((await limiter.admit({ subject: 'day', requestId: 'd3', limits, tokens: 10, now: noon + 4 })).allowed, true);
+      assert.equal(
+        (await limiter.admit({ subject: 'day', requestId: 'd3', limits, tokens: 10, now: noon + 4 })).allowed,
+        true,
+      );
       const tomorrow = Date.parse('2026-11-04T00:00:00Z');
-      assert.equal((await limiter.admit({ subject: 'day', requestId: 'd4', limits, tokens: 1_000, now: tomorrow })).allowed, true);
+      assert.equal(
+        (await limiter.admit({ subject: 'day', requestId: 'd4', limits, tokens: 1_000, now: tomorrow }))
+          .allowed,
+        true,
+      );
     });
 
     it('release gives back a request and its tokens', async () => {
       const limits: LimitSet = { requestsPerMinute: 1, tokensPerMinute: 100, dailyTokens: 100 };
-      assert.equal((await limiter.admit({ subject: 'rel', requestId: 'x', limits, tokens: 100, now: START })).allowed, true);
+      assert.equal(
+        (await limiter.admit({ subject: 'rel', requestId: 'x', limits, tokens: 100, now: START })).allowed,
+        true,
+      );
       await limiter.release('rel', 'x', 100, START + 1);
-      assert.equal((await limiter.admit({ subject: 'rel', requestId: 'y', limits, tokens: 100, now: START + 2 })).allowed, true);
+      assert.equal(
+        (await limiter.admit({ subject: 'rel', requestId: 'y', limits, tokens: 100, now: START + 2 }))
+          .allowed,
+        true,
+      );
     });
 
     it('unlimited dimensions never refuse and send no headers', async () => {
       const limits: LimitSet = { requestsPerMinute: null, tokensPerMinute: null, dailyTokens: null };
-      const results = await Promise.all(Array.from({ length: 50 }, () => admit('free-for-all', START, 1_000_000, limits)));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, () => admit('free-for-all', START, 1_000_000, limits)),
+      );
       assert.ok(results.every((r) => r.allowed && !r.requests && !r.tokens));
     });
   });

@@ -12,7 +12,10 @@ import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 
 const silent = pino({ level: 'silent' });
 const ask = (server: TestServer, key: string) =>
-  server.call('POST', '/v1/chat/completions', { key, body: { model: 'model-b', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] } });
+  server.call('POST', '/v1/chat/completions', {
+    key,
+    body: { model: 'model-b', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+  });
 
 const sqlite = BACKENDS.find((b) => b.name === 'sqlite')!;
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
@@ -52,7 +55,10 @@ describe('rate limits on one instance (memory)', () => {
 
   it('the daily cap trips at its token count, with Retry-After to the next UTC midnight', async () => {
     const { key, accountId } = await server.register();
-    await server.call('PUT', `/api/admin/accounts/${accountId}/limits`, { key: ADMIN_KEY, body: { daily_tokens: 60, rpm: null, tpm: null } });
+    await server.call('PUT', `/api/admin/accounts/${accountId}/limits`, {
+      key: ADMIN_KEY,
+      body: { daily_tokens: 60, rpm: null, tpm: null },
+    });
     const first = await ask(server, key);
     assert.equal(first.status, 200);
     const used = first.body.usage.total_tokens;
@@ -70,7 +76,10 @@ describe('rate limits on one instance (memory)', () => {
 
   it('operator overrides replace the plan’s limits', async () => {
     const { key, accountId } = await server.register();
-    const set = await server.call('PUT', `/api/admin/accounts/${accountId}/limits`, { key: ADMIN_KEY, body: { rpm: 2 } });
+    const set = await server.call('PUT', `/api/admin/accounts/${accountId}/limits`, {
+      key: ADMIN_KEY,
+      body: { rpm: 2 },
+    });
     assert.equal(set.status, 200);
     assert.equal((await ask(server, key)).status, 200);
     assert.equal((await ask(server, key)).status, 200);
@@ -80,13 +89,18 @@ describe('rate limits on one instance (memory)', () => {
 
   it('registration and verification are limited per client address', async () => {
     const statuses: number[] = [];
-    for (let i = 0; i < 22; i++) statuses.push((await server.call('POST', '/api/auth/verify-email', { body: { token: `bogus-${i}` } })).status);
+    for (let i = 0; i < 22; i++)
+      statuses.push(
+        (await server.call('POST', '/api/auth/verify-email', { body: { token: `bogus-${i}` } })).status,
+      );
     assert.ok(statuses.slice(0, 10).every((s) => s === 400));
     assert.equal(statuses.at(-1), 429);
   });
 });
 
-const sharedSkip = (await redisUnavailable()) ?? (postgres ? await postgres.unavailable() : 'PostgreSQL backend excluded by TOLLGATE_TEST_BACKENDS');
+const sharedSkip =
+  (await redisUnavailable()) ??
+  (postgres ? await postgres.unavailable() : 'PostgreSQL backend excluded by TOLLGATE_TEST_BACKENDS');
 
 describe('several instances sharing PostgreSQL and Redis', { skip: sharedSkip ?? false }, () => {
   let opened: OpenedBackend;
@@ -99,7 +113,11 @@ describe('several instances sharing PostgreSQL and Redis', { skip: sharedSkip ??
     const instance = async () => {
       const redis = connectRedis(REDIS_URL, 'local', silent, redisPrefix.prefix);
       await redis.ready(2000);
-      return startTestServer({ backend: opened, ownConnection: true, extra: { limiter: redis.limiter, bus: redis.bus } });
+      return startTestServer({
+        backend: opened,
+        ownConnection: true,
+        extra: { limiter: redis.limiter, bus: redis.bus },
+      });
     };
     a = await instance();
     b = await instance();
@@ -115,13 +133,19 @@ describe('several instances sharing PostgreSQL and Redis', { skip: sharedSkip ??
     const { key } = await a.register();
     const responses = await Promise.all(Array.from({ length: 12 }, (_, i) => ask(i % 2 === 0 ? a : b, key)));
     assert.deepEqual(responses.map((r) => r.status).sort(), [...Array(10).fill(200), 429, 429]);
-    assert.ok(responses.filter((r) => r.status === 429).every((r) => Number(r.headers.get('retry-after')) >= 1));
+    assert.ok(
+      responses.filter((r) => r.status === 429).every((r) => Number(r.headers.get('retry-after')) >= 1),
+    );
   });
 
   it('a key revoked on one instance is refused on the other within a second', async () => {
     const { key } = await a.register();
     const extra = await a.call('POST', '/api/keys', { key, body: { name: 'shared' } });
-    assert.equal((await b.call('GET', '/api/account', { key: extra.body.key })).status, 200, 'b has it cached');
+    assert.equal(
+      (await b.call('GET', '/api/account', { key: extra.body.key })).status,
+      200,
+      'b has it cached',
+    );
     assert.equal((await a.call('DELETE', `/api/keys/${extra.body.id}`, { key })).status, 200);
     const started = Date.now();
     let status = 200;
@@ -149,7 +173,11 @@ describe('several instances sharing PostgreSQL and Redis', { skip: sharedSkip ??
     const store = createStore(opened.reopen());
     let runs = 0;
     const job = { name: 'exclusive-test-job', everyMs: 60_000, run: async () => void runs++ };
-    const schedulers = [new Scheduler(a.services.store, Date.now, silent), new Scheduler(b.services.store, Date.now, silent), new Scheduler(store, Date.now, silent)];
+    const schedulers = [
+      new Scheduler(a.services.store, Date.now, silent),
+      new Scheduler(b.services.store, Date.now, silent),
+      new Scheduler(store, Date.now, silent),
+    ];
     const results = await Promise.all(schedulers.map((scheduler) => scheduler.runOnce(job)));
     assert.equal(results.filter(Boolean).length, 1);
     assert.equal(runs, 1);
@@ -179,13 +207,20 @@ describe('Redis going away mid-traffic', { skip: (await redisUnavailable()) ?? f
 
   it('keeps serving with per-instance limits, reports degraded, and recovers by itself', async () => {
     const { key, accountId } = await server.register();
-    await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, { key: ADMIN_KEY, body: { plan: 'pro' } });
+    await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, {
+      key: ADMIN_KEY,
+      body: { plan: 'pro' },
+    });
     assert.equal((await ask(server, key)).status, 200);
     assert.equal((await server.call('GET', '/health')).body.limiter.ok, true);
 
     await proxy.cut();
     const during = await Promise.all(Array.from({ length: 5 }, () => ask(server, key)));
-    assert.deepEqual(during.map((r) => r.status), [200, 200, 200, 200, 200], 'the gateway keeps serving');
+    assert.deepEqual(
+      during.map((r) => r.status),
+      [200, 200, 200, 200, 200],
+      'the gateway keeps serving',
+    );
     const health = await server.call('GET', '/health');
     assert.equal(health.status, 200);
     assert.equal(health.body.status, 'degraded');

@@ -18,7 +18,11 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
 
   before(async () => {
     opened = await BACKENDS[0]!.open();
-    [primary, secondary, claude] = await Promise.all([startFakeUpstream('openai'), startFakeUpstream('openai'), startFakeUpstream('anthropic')]);
+    [primary, secondary, claude] = await Promise.all([
+      startFakeUpstream('openai'),
+      startFakeUpstream('openai'),
+      startFakeUpstream('anthropic'),
+    ]);
     server = await startTestServer({
       backend: opened,
       env: { FAKE_OPENAI_KEY: UPSTREAM_SECRET, FAKE_ANTHROPIC_KEY: 'ak-fake' },
@@ -37,12 +41,21 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
           'model-f': { deployments: [{ provider: 'secondary', model: 'up-f' }] },
         },
         timeouts: { connect_ms: 500, first_byte_ms: 400, idle_stream_ms: 400 },
-        routing: { max_attempts: 3, retry_base_ms: 10, retry_max_ms: 1500, breaker_failure_threshold: 3, breaker_cooldown_ms: 60_000 },
+        routing: {
+          max_attempts: 3,
+          retry_base_ms: 10,
+          retry_max_ms: 1500,
+          breaker_failure_threshold: 3,
+          breaker_cooldown_ms: 60_000,
+        },
       },
     });
     const registered = await server.register();
     key = registered.key;
-    await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, { key: ADMIN_KEY, body: { plan: 'pro' } });
+    await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
+      key: ADMIN_KEY,
+      body: { plan: 'pro' },
+    });
     client = new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0 });
   });
   after(async () => {
@@ -52,7 +65,10 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
   });
 
   const ask = (model: string, extra: Record<string, unknown> = {}) =>
-    server.call('POST', '/v1/chat/completions', { key, body: { model, messages: [{ role: 'user', content: 'hi' }], ...extra } });
+    server.call('POST', '/v1/chat/completions', {
+      key,
+      body: { model, messages: [{ role: 'user', content: 'hi' }], ...extra },
+    });
 
   const recordOf = async (requestId: string): Promise<any> => {
     await server.services.settlements.flush();
@@ -76,7 +92,9 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
   });
 
   it('a stream asks the upstream for usage and bills it, even when the client did not ask for it', async () => {
-    const { data: stream, response } = await client.chat.completions.create({ model: 'model-b', stream: true, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'model-b', stream: true, messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     assert.equal(text, 'Hello from the fake upstream.');
@@ -124,7 +142,11 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
   });
 
   it('when every attempt fails: 502 provider_error, with no upstream address or secret in the message', async () => {
-    primary.script({ kind: 'status', status: 500, message: `boom at ${primary.url} with ${UPSTREAM_SECRET}` }, { kind: 'status', status: 502 }, { kind: 'status', status: 500 });
+    primary.script(
+      { kind: 'status', status: 500, message: `boom at ${primary.url} with ${UPSTREAM_SECRET}` },
+      { kind: 'status', status: 502 },
+      { kind: 'status', status: 500 },
+    );
     const response = await ask('model-c');
     assert.equal(response.status, 502);
     assert.equal(response.body.error.code, 'provider_error');
@@ -149,7 +171,11 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
   });
 
   it('the circuit opens after repeated failures: requests skip the deployment and /health shows it', async () => {
-    primary.script({ kind: 'status', status: 500 }, { kind: 'status', status: 500 }, { kind: 'status', status: 500 });
+    primary.script(
+      { kind: 'status', status: 500 },
+      { kind: 'status', status: 500 },
+      { kind: 'status', status: 500 },
+    );
     assert.equal((await ask('model-e')).status, 502);
     const before = primary.received.length;
     const skipped = await ask('model-e');
@@ -208,7 +234,8 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
     await reader.read();
     await reader.read();
     controller.abort();
-    for (let i = 0; i < 40 && primary.aborted === abortedBefore; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    for (let i = 0; i < 40 && primary.aborted === abortedBefore; i++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
     assert.equal(primary.aborted, abortedBefore + 1, 'the upstream connection was closed');
     const record = await recordOf(response.headers.get('x-request-id')!);
     assert.equal(record?.status, 'cancelled');
@@ -223,10 +250,24 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
       messages: [
         { role: 'system', content: 'Be brief.' },
         { role: 'user', content: 'Weather?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } },
+          ],
+        },
         { role: 'tool', tool_call_id: 'toolu_1', content: 'cold' },
       ],
-      tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'weather',
+            parameters: { type: 'object', properties: { city: { type: 'string' } } },
+          },
+        },
+      ],
       tool_choice: 'required',
     });
     assert.equal(completion.choices[0]?.message.content, 'Hello from the fake upstream.');
@@ -240,23 +281,43 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
     assert.equal(sent.body.max_tokens, 50);
     assert.equal(sent.body.temperature, 1);
     assert.deepEqual(sent.body.tool_choice, { type: 'any' });
-    assert.deepEqual(sent.body.tools[0], { name: 'weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } });
+    assert.deepEqual(sent.body.tools[0], {
+      name: 'weather',
+      input_schema: { type: 'object', properties: { city: { type: 'string' } } },
+    });
     assert.deepEqual(sent.body.messages, [
       { role: 'user', content: [{ type: 'text', text: 'Weather?' }] },
-      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Oslo' } }] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Oslo' } }],
+      },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'cold' }] },
     ]);
   });
 
   it('the Anthropic adapter maps tool_use answers to tool_calls, streamed and not', async () => {
     claude.script({ kind: 'ok', toolCall: { name: 'weather', arguments: '{"city":"Rome"}' } });
-    const whole = await client.chat.completions.create({ model: 'model-a', messages: [{ role: 'user', content: 'x' }] });
+    const whole = await client.chat.completions.create({
+      model: 'model-a',
+      messages: [{ role: 'user', content: 'x' }],
+    });
     assert.equal(whole.choices[0]?.finish_reason, 'tool_calls');
-    assert.deepEqual(whole.choices[0]?.message.tool_calls, [{ id: 'toolu_fake1', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } }]);
-    assert.equal(claude.received.at(-1)!.body.max_tokens, 4096, 'the model default when the request sets none');
+    assert.deepEqual(whole.choices[0]?.message.tool_calls, [
+      { id: 'toolu_fake1', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } },
+    ]);
+    assert.equal(
+      claude.received.at(-1)!.body.max_tokens,
+      4096,
+      'the model default when the request sets none',
+    );
 
     claude.script({ kind: 'ok', toolCall: { name: 'weather', arguments: '{"city":"Rome"}' } });
-    const stream = await client.chat.completions.create({ model: 'model-a', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'x' }] });
+    const stream = await client.chat.completions.create({
+      model: 'model-a',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'x' }],
+    });
     let args = '';
     let finish: string | null | undefined;
     let usage: OpenAI.CompletionUsage | null | undefined;
@@ -273,10 +334,19 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
   it('the Anthropic adapter streams text events as chunks and retries a 529 overloaded', async () => {
     const before = claude.received.length;
     claude.script({ kind: 'status', status: 529, message: 'Overloaded' });
-    const stream = await client.chat.completions.create({ model: 'model-a', stream: true, messages: [{ role: 'user', content: 'x' }] });
+    const stream = await client.chat.completions.create({
+      model: 'model-a',
+      stream: true,
+      messages: [{ role: 'user', content: 'x' }],
+    });
     const pieces: string[] = [];
-    for await (const chunk of stream) if (chunk.choices[0]?.delta.content) pieces.push(chunk.choices[0].delta.content);
-    assert.deepEqual(pieces, ['Hello', ' from', ' the', ' fake', ' upstream', '.'], 'one chunk per upstream delta, never re-chunked');
+    for await (const chunk of stream)
+      if (chunk.choices[0]?.delta.content) pieces.push(chunk.choices[0].delta.content);
+    assert.deepEqual(
+      pieces,
+      ['Hello', ' from', ' the', ' fake', ' upstream', '.'],
+      'one chunk per upstream delta, never re-chunked',
+    );
     assert.equal(claude.received.length - before, 2);
   });
 });

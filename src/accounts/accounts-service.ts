@@ -91,33 +91,42 @@ export class AccountsService {
       lastActiveAt: null,
     };
     const token = createSecret('ev-');
-    const issued = await store.transaction(async (tx) => {
-      if (await tx.accounts.byEmail(normalized)) throw new GatewayError('conflict', 'an account with this e-mail already exists');
-      await tx.accounts.insert(account);
-      await tx.ledger.addGrant({
-        id: newId('grant'),
-        accountId: account.id,
-        kind: 'trial',
-        amountMicros: config.trialCreditMicros,
-        remainingMicros: config.trialCreditMicros,
-        expiresAt: now + config.trialDays * DAY_MS,
-        createdAt: now,
-        source: 'registration',
+    const issued = await store
+      .transaction(async (tx) => {
+        if (await tx.accounts.byEmail(normalized))
+          throw new GatewayError('conflict', 'an account with this e-mail already exists');
+        await tx.accounts.insert(account);
+        await tx.ledger.addGrant({
+          id: newId('grant'),
+          accountId: account.id,
+          kind: 'trial',
+          amountMicros: config.trialCreditMicros,
+          remainingMicros: config.trialCreditMicros,
+          expiresAt: now + config.trialDays * DAY_MS,
+          createdAt: now,
+          source: 'registration',
+        });
+        await tx.accounts.insertEmailToken(token.hash, account.id, now + EMAIL_TOKEN_TTL_MS);
+        return this.#insertKey(tx, account.id, 'default', null, now);
+      })
+      .catch((error: unknown) => {
+        // Two registrations racing past the check: the unique index decides, and the loser hears 409.
+        if (error instanceof GatewayError) throw error;
+        if (/unique|duplicate/i.test(String((error as Error).message))) {
+          throw new GatewayError('conflict', 'an account with this e-mail already exists', { cause: error });
+        }
+        throw error;
       });
-      await tx.accounts.insertEmailToken(token.hash, account.id, now + EMAIL_TOKEN_TTL_MS);
-      return this.#insertKey(tx, account.id, 'default', null, now);
-    }).catch((error: unknown) => {
-      // Two registrations racing past the check: the unique index decides, and the loser hears 409.
-      if (error instanceof GatewayError) throw error;
-      if (/unique|duplicate/i.test(String((error as Error).message))) {
-        throw new GatewayError('conflict', 'an account with this e-mail already exists', { cause: error });
-      }
-      throw error;
-    });
     const link = `${config.publicUrl}/api/auth/verify-email (POST {"token":"${token.secret}"})`;
     mailer
-      .send({ to: normalized, subject: 'Verify your Tollgate e-mail address', text: `Your verification token: ${token.secret}\n${link}` })
-      .catch((error: unknown) => logger.warn({ err: error, accountId: account.id }, 'verification e-mail failed'));
+      .send({
+        to: normalized,
+        subject: 'Verify your Tollgate e-mail address',
+        text: `Your verification token: ${token.secret}\n${link}`,
+      })
+      .catch((error: unknown) =>
+        logger.warn({ err: error, accountId: account.id }, 'verification e-mail failed'),
+      );
     return { account, apiKey: issued };
   }
 
@@ -140,9 +149,11 @@ export class AccountsService {
    * an address outside the key's allow-list. Served from the in-process cache after the first lookup.
    */
   async authenticate(secret: string | undefined, clientIp: string): Promise<Principal> {
-    if (!secret || !isPlausibleSecret(secret)) throw new GatewayError('unauthorized', 'missing or invalid API key');
+    if (!secret || !isPlausibleSecret(secret))
+      throw new GatewayError('unauthorized', 'missing or invalid API key');
     const hash = hashSecret(secret);
-    if (this.#adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#adminHash)) return { kind: 'admin' };
+    if (this.#adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#adminHash))
+      return { kind: 'admin' };
     const { cache, store, clock } = this.#o;
     const now = clock();
     let entry = cache.get(hash, now);
@@ -153,7 +164,8 @@ export class AccountsService {
       entry = { ...found, expiresAt: 0 };
     }
     if (entry.key.status === 'revoked') throw new GatewayError('forbidden', 'this API key has been revoked');
-    if (entry.account.status === 'suspended') throw new GatewayError('forbidden', 'this account is suspended');
+    if (entry.account.status === 'suspended')
+      throw new GatewayError('forbidden', 'this account is suspended');
     if (entry.key.allowedIps && !ipAllowed(entry.key.allowedIps, clientIp)) {
       throw new GatewayError('forbidden', `this API key may not be used from ${clientIp}`);
     }
@@ -179,14 +191,19 @@ export class AccountsService {
   /** Gives the key a new secret; the old one stops working at once. */
   async rotateKey(accountId: string, keyId: string): Promise<IssuedKey> {
     const key = await this.#ownKey(accountId, keyId);
-    if (key.status === 'revoked') throw new GatewayError('invalid_request', 'a revoked key cannot be rotated');
+    if (key.status === 'revoked')
+      throw new GatewayError('invalid_request', 'a revoked key cannot be rotated');
     const fresh = createSecret();
     await this.#o.store.accounts.replaceKeySecret(key.id, fresh.hash, fresh.prefix);
     await this.#invalidate({ keyId });
     return issued(key.id, key.name, fresh.secret, fresh.prefix, key.allowedIps, key.createdAt);
   }
 
-  async listAccounts(search: string, limit: number, offset: number): Promise<{ accounts: AccountRecord[]; total: number }> {
+  async listAccounts(
+    search: string,
+    limit: number,
+    offset: number,
+  ): Promise<{ accounts: AccountRecord[]; total: number }> {
     return this.#o.store.accounts.list(search, limit, offset);
   }
 
@@ -197,7 +214,8 @@ export class AccountsService {
   }
 
   async setStatus(id: string, status: 'active' | 'suspended'): Promise<AccountRecord> {
-    if (!(await this.#o.store.accounts.setStatus(id, status))) throw new GatewayError('not_found', `no account ${id}`);
+    if (!(await this.#o.store.accounts.setStatus(id, status)))
+      throw new GatewayError('not_found', `no account ${id}`);
     await this.#invalidate({ accountId: id });
     return this.account(id);
   }
@@ -205,15 +223,18 @@ export class AccountsService {
   async setPlan(id: string, planId: PlanId): Promise<AccountRecord> {
     const { store, config, clock } = this.#o;
     const plan = config.plans.get(planId);
-    if (!plan) throw new GatewayError('invalid_request', `plan must be one of ${[...config.plans.keys()].join(', ')}`);
+    if (!plan)
+      throw new GatewayError('invalid_request', `plan must be one of ${[...config.plans.keys()].join(', ')}`);
     const applied = await store.transaction(async (tx) => applyPlan(tx, id, plan, clock(), 'admin'));
-    if (applied === null && !(await store.accounts.byId(id))) throw new GatewayError('not_found', `no account ${id}`);
+    if (applied === null && !(await store.accounts.byId(id)))
+      throw new GatewayError('not_found', `no account ${id}`);
     await this.#invalidate({ accountId: id });
     return this.account(id);
   }
 
   async setLimits(id: string, limits: LimitOverrides): Promise<AccountRecord> {
-    if (!(await this.#o.store.accounts.setLimits(id, limits))) throw new GatewayError('not_found', `no account ${id}`);
+    if (!(await this.#o.store.accounts.setLimits(id, limits)))
+      throw new GatewayError('not_found', `no account ${id}`);
     await this.#invalidate({ accountId: id });
     return this.account(id);
   }
@@ -221,7 +242,9 @@ export class AccountsService {
   /** Drops cached keys here and, through the bus, on every other instance. */
   async #invalidate(target: { accountId?: string; keyId?: string }): Promise<void> {
     this.#o.cache.invalidate(target);
-    await this.#o.bus.publish(target).catch((error: unknown) => this.#o.logger.warn({ err: error }, 'invalidation not published'));
+    await this.#o.bus
+      .publish(target)
+      .catch((error: unknown) => this.#o.logger.warn({ err: error }, 'invalidation not published'));
   }
 
   async #ownKey(accountId: string, keyId: string): Promise<ApiKeyRecord> {
@@ -230,15 +253,38 @@ export class AccountsService {
     return key;
   }
 
-  async #insertKey(store: Store, accountId: string, name: string, allowedIps: string[] | null, now: number): Promise<IssuedKey> {
+  async #insertKey(
+    store: Store,
+    accountId: string,
+    name: string,
+    allowedIps: string[] | null,
+    now: number,
+  ): Promise<IssuedKey> {
     const fresh = createSecret();
     const id = newId('key');
-    await store.accounts.insertKey({ id, accountId, name, prefix: fresh.prefix, secretHash: fresh.hash, allowedIps, status: 'active', createdAt: now, revokedAt: null });
+    await store.accounts.insertKey({
+      id,
+      accountId,
+      name,
+      prefix: fresh.prefix,
+      secretHash: fresh.hash,
+      allowedIps,
+      status: 'active',
+      createdAt: now,
+      revokedAt: null,
+    });
     return issued(id, name, fresh.secret, fresh.prefix, allowedIps, now);
   }
 }
 
-function issued(id: string, name: string, key: string, prefix: string, allowedIps: string[] | null, createdAt: number): IssuedKey {
+function issued(
+  id: string,
+  name: string,
+  key: string,
+  prefix: string,
+  allowedIps: string[] | null,
+  createdAt: number,
+): IssuedKey {
   return { id, name, prefix, key, allowed_ips: allowedIps, created_at: new Date(createdAt).toISOString() };
 }
 

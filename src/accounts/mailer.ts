@@ -16,7 +16,10 @@ export interface Mailer {
 export function createLogMailer(logger: Logger): Mailer {
   return {
     async send(mail) {
-      logger.info({ to: mail.to, subject: mail.subject, text: mail.text }, 'e-mail NOT sent (no SMTP_URL set); its text is logged instead');
+      logger.info(
+        { to: mail.to, subject: mail.subject, text: mail.text },
+        'e-mail NOT sent (no SMTP_URL set); its text is logged instead',
+      );
     },
   };
 }

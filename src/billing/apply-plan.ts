@@ -9,13 +9,22 @@ export const PLAN_PERIOD_MS = 30 * 86_400_000;
  * Puts an account on a plan: a paid plan starts a 30-day period (extending an unexpired one of the same
  * plan) and grants its allowance until the period ends. Call inside a transaction with what caused it.
  */
-export async function applyPlan(store: Store, accountId: string, plan: PlanConfig, now: number, source: string): Promise<number | null> {
+export async function applyPlan(
+  store: Store,
+  accountId: string,
+  plan: PlanConfig,
+  now: number,
+  source: string,
+): Promise<number | null> {
   const account = await store.accounts.byId(accountId);
   if (!account) return null;
   const paid = plan.monthlyPriceMicros > 0 || plan.monthlyAllowanceMicros > 0;
   let expiresAt: number | null = null;
   if (paid) {
-    const start = account.plan === plan.id && account.planExpiresAt !== null && account.planExpiresAt > now ? account.planExpiresAt : now;
+    const start =
+      account.plan === plan.id && account.planExpiresAt !== null && account.planExpiresAt > now
+        ? account.planExpiresAt
+        : now;
     expiresAt = start + PLAN_PERIOD_MS;
     if (plan.monthlyAllowanceMicros > 0) {
       await store.ledger.addGrant({

@@ -5,7 +5,11 @@ import type { ModelConfig } from '../config/config.ts';
  * prices in µUSD per million tokens, so the only rounding is one ceiling per request, in the operator's favour
  * by less than one micro-dollar.
  */
-export function costMicros(model: Pick<ModelConfig, 'inputMicrosPerMillion' | 'outputMicrosPerMillion'>, promptTokens: number, completionTokens: number): number {
+export function costMicros(
+  model: Pick<ModelConfig, 'inputMicrosPerMillion' | 'outputMicrosPerMillion'>,
+  promptTokens: number,
+  completionTokens: number,
+): number {
   const scaled = promptTokens * model.inputMicrosPerMillion + completionTokens * model.outputMicrosPerMillion;
   return Math.ceil(scaled / 1_000_000);
 }

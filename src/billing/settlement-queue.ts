@@ -16,7 +16,6 @@ export class SettlementQueue {
   #pending: Settlement[] = [];
   #running: Promise<void> | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
-  #waiters: (() => void)[] = [];
   readonly #ledger: LedgerRepo;
   readonly #logger: Logger;
   readonly #spoolPath: string | undefined;
@@ -66,7 +65,10 @@ export class SettlementQueue {
     await this.flush();
     if (this.#pending.length > 0 && this.#spoolPath) {
       appendFileSync(this.#spoolPath, this.#pending.map((s) => JSON.stringify(s)).join('\n') + '\n');
-      this.#logger.error({ count: this.#pending.length, spool: this.#spoolPath }, 'settlements spooled to disk; they are applied at the next start');
+      this.#logger.error(
+        { count: this.#pending.length, spool: this.#spoolPath },
+        'settlements spooled to disk; they are applied at the next start',
+      );
       this.#pending = [];
     }
   }
@@ -92,7 +94,6 @@ export class SettlementQueue {
       }
     } finally {
       this.#running = undefined;
-      for (const resolve of this.#waiters.splice(0)) resolve();
     }
   }
 

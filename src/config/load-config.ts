@@ -35,7 +35,8 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError(`TOLLGATE_CONFIG: cannot read ${file}: ${(error as Error).message}`);
     }
     const parsed: unknown = parseYaml(text);
-    if (parsed !== null && parsed !== undefined && !isObj(parsed)) throw new ConfigError(`${file}: not a mapping`);
+    if (parsed !== null && parsed !== undefined && !isObj(parsed))
+      throw new ConfigError(`${file}: not a mapping`);
     yaml = (parsed as Obj | null) ?? {};
   }
   return parseConfig(yaml, env);
@@ -70,7 +71,11 @@ export function parseConfig(yaml: Obj, env: Env): Config {
     adminKey: env['TOLLGATE_ADMIN_KEY'] || undefined,
     smtpUrl: env['SMTP_URL'] || undefined,
     logLevel: env['LOG_LEVEL'] ?? 'info',
-    bodyLimitBytes: integer(env['TOLLGATE_BODY_LIMIT'] ?? String(4 * 1024 * 1024), 'TOLLGATE_BODY_LIMIT', 1024),
+    bodyLimitBytes: integer(
+      env['TOLLGATE_BODY_LIMIT'] ?? String(4 * 1024 * 1024),
+      'TOLLGATE_BODY_LIMIT',
+      1024,
+    ),
     maxMessages: 2048,
     webhookAllowPrivate: env['TOLLGATE_WEBHOOK_ALLOW_PRIVATE'] === 'true',
     limiterFailurePolicy: policy as LimiterFailurePolicy,
@@ -102,7 +107,12 @@ function parseProviders(value: unknown, env: Env, simulator: Obj): Map<string, P
       'simulator',
       {
         ...SIMULATOR_PROVIDER,
-        chunkIntervalMs: optionalInt(simulator, 'chunk_interval_ms', 'simulator', SIMULATOR_PROVIDER.chunkIntervalMs),
+        chunkIntervalMs: optionalInt(
+          simulator,
+          'chunk_interval_ms',
+          'simulator',
+          SIMULATOR_PROVIDER.chunkIntervalMs,
+        ),
         firstTokenMs: optionalInt(simulator, 'first_token_ms', 'simulator', SIMULATOR_PROVIDER.firstTokenMs),
       },
     ],
@@ -112,7 +122,15 @@ function parseProviders(value: unknown, env: Env, simulator: Obj): Map<string, P
   value.forEach((raw: unknown, index) => {
     const at = `providers[${index}]`;
     if (!isObj(raw)) throw new ConfigError(`${at}: must be a mapping`);
-    checkKeys(raw, at, ['id', 'type', 'base_url', 'api_key_env', 'headers', 'chunk_interval_ms', 'first_token_ms']);
+    checkKeys(raw, at, [
+      'id',
+      'type',
+      'base_url',
+      'api_key_env',
+      'headers',
+      'chunk_interval_ms',
+      'first_token_ms',
+    ]);
     const id = string(raw['id'], `${at}.id`);
     if (providers.has(id)) throw new ConfigError(`${at}.id: duplicate provider id ${id}`);
     const type = string(raw['type'], `${at}.type`) as ProviderType;
@@ -147,14 +165,27 @@ function parseProviders(value: unknown, env: Env, simulator: Obj): Map<string, P
 function parseModels(value: unknown, providers: Map<string, ProviderConfig>): Map<string, ModelConfig> {
   const models = new Map<string, ModelConfig>();
   for (const entry of MODEL_CATALOG) {
-    const deployment: DeploymentConfig = { id: `simulator/${entry.id}`, provider: 'simulator', upstreamModel: entry.id, weight: 1 };
+    const deployment: DeploymentConfig = {
+      id: `simulator/${entry.id}`,
+      provider: 'simulator',
+      upstreamModel: entry.id,
+      weight: 1,
+    };
     models.set(entry.id, { ...entry, deployments: [deployment], fallbacks: [] });
   }
   const overrides = optionalObj(value, 'models');
   for (const [id, raw] of Object.entries(overrides)) {
     const at = `models.${id}`;
     if (!isObj(raw)) throw new ConfigError(`${at}: must be a mapping`);
-    checkKeys(raw, at, ['deployments', 'fallbacks', 'price', 'context_window', 'max_output_tokens', 'default_max_tokens', 'description']);
+    checkKeys(raw, at, [
+      'deployments',
+      'fallbacks',
+      'price',
+      'context_window',
+      'max_output_tokens',
+      'default_max_tokens',
+      'description',
+    ]);
     const base = models.get(id);
     const price = optionalObj(raw['price'], `${at}.price`);
     if (!base && (raw['price'] === undefined || raw['context_window'] === undefined)) {
@@ -164,19 +195,30 @@ function parseModels(value: unknown, providers: Map<string, ProviderConfig>): Ma
     const outputUsd = price['output'] ?? price['single'];
     models.set(id, {
       id,
-      description: raw['description'] === undefined ? (base?.description ?? id) : string(raw['description'], `${at}.description`),
+      description:
+        raw['description'] === undefined
+          ? (base?.description ?? id)
+          : string(raw['description'], `${at}.description`),
       contextWindow: optionalInt(raw, 'context_window', at, base?.contextWindow ?? 0),
       maxOutputTokens: optionalInt(raw, 'max_output_tokens', at, base?.maxOutputTokens ?? 4_096),
       defaultMaxTokens: optionalInt(raw, 'default_max_tokens', at, base?.defaultMaxTokens ?? 4_096),
-      inputMicrosPerMillion: inputUsd === undefined ? (base?.inputMicrosPerMillion ?? 0) : usdPrice(inputUsd, `${at}.price.input`),
-      outputMicrosPerMillion: outputUsd === undefined ? (base?.outputMicrosPerMillion ?? 0) : usdPrice(outputUsd, `${at}.price.output`),
+      inputMicrosPerMillion:
+        inputUsd === undefined ? (base?.inputMicrosPerMillion ?? 0) : usdPrice(inputUsd, `${at}.price.input`),
+      outputMicrosPerMillion:
+        outputUsd === undefined
+          ? (base?.outputMicrosPerMillion ?? 0)
+          : usdPrice(outputUsd, `${at}.price.output`),
       latencyClass: base?.latencyClass ?? 'fast',
-      deployments: raw['deployments'] === undefined ? (base?.deployments ?? []) : parseDeployments(raw['deployments'], at, providers),
+      deployments:
+        raw['deployments'] === undefined
+          ? (base?.deployments ?? [])
+          : parseDeployments(raw['deployments'], at, providers),
       fallbacks: raw['fallbacks'] === undefined ? [] : stringList(raw['fallbacks'], `${at}.fallbacks`),
     });
   }
   for (const model of models.values()) {
-    if (model.deployments.length === 0) throw new ConfigError(`models.${model.id}.deployments: at least one is needed`);
+    if (model.deployments.length === 0)
+      throw new ConfigError(`models.${model.id}.deployments: at least one is needed`);
     for (const fallback of model.fallbacks) {
       if (!models.has(fallback) || fallback === model.id) {
         throw new ConfigError(`models.${model.id}.fallbacks: ${fallback} is not another configured model`);
@@ -186,8 +228,13 @@ function parseModels(value: unknown, providers: Map<string, ProviderConfig>): Ma
   return models;
 }
 
-function parseDeployments(value: unknown, at: string, providers: Map<string, ProviderConfig>): DeploymentConfig[] {
-  if (!Array.isArray(value) || value.length === 0) throw new ConfigError(`${at}.deployments: must be a non-empty list`);
+function parseDeployments(
+  value: unknown,
+  at: string,
+  providers: Map<string, ProviderConfig>,
+): DeploymentConfig[] {
+  if (!Array.isArray(value) || value.length === 0)
+    throw new ConfigError(`${at}.deployments: must be a non-empty list`);
   const seen = new Set<string>();
   return value.map((raw: unknown, index) => {
     const where = `${at}.deployments[${index}]`;
@@ -212,17 +259,34 @@ function parsePlans(value: unknown): Map<PlanId, PlanConfig> {
     const base = plans.get(id as PlanId);
     if (!base) throw new ConfigError(`${at}: unknown plan (plans are ${[...plans.keys()].join(', ')})`);
     if (!isObj(raw)) throw new ConfigError(`${at}: must be a mapping`);
-    checkKeys(raw, at, ['name', 'requests_per_minute', 'tokens_per_minute', 'daily_tokens', 'monthly_price_usd', 'monthly_allowance_usd']);
+    checkKeys(raw, at, [
+      'name',
+      'requests_per_minute',
+      'tokens_per_minute',
+      'daily_tokens',
+      'monthly_price_usd',
+      'monthly_allowance_usd',
+    ]);
     const limit = (key: string, fallback: number | null): number | null =>
-      raw[key] === undefined ? fallback : raw[key] === null || raw[key] === 'unlimited' ? null : optionalInt(raw, key, at, 0);
+      raw[key] === undefined
+        ? fallback
+        : raw[key] === null || raw[key] === 'unlimited'
+          ? null
+          : optionalInt(raw, key, at, 0);
     plans.set(base.id, {
       ...base,
       name: raw['name'] === undefined ? base.name : string(raw['name'], `${at}.name`),
       requestsPerMinute: limit('requests_per_minute', base.requestsPerMinute),
       tokensPerMinute: limit('tokens_per_minute', base.tokensPerMinute),
       dailyTokens: limit('daily_tokens', base.dailyTokens),
-      monthlyPriceMicros: raw['monthly_price_usd'] === undefined ? base.monthlyPriceMicros : usdPrice(raw['monthly_price_usd'], `${at}.monthly_price_usd`),
-      monthlyAllowanceMicros: raw['monthly_allowance_usd'] === undefined ? base.monthlyAllowanceMicros : usdPrice(raw['monthly_allowance_usd'], `${at}.monthly_allowance_usd`),
+      monthlyPriceMicros:
+        raw['monthly_price_usd'] === undefined
+          ? base.monthlyPriceMicros
+          : usdPrice(raw['monthly_price_usd'], `${at}.monthly_price_usd`),
+      monthlyAllowanceMicros:
+        raw['monthly_allowance_usd'] === undefined
+          ? base.monthlyAllowanceMicros
+          : usdPrice(raw['monthly_allowance_usd'], `${at}.monthly_allowance_usd`),
     });
   }
   return plans;

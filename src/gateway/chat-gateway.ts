@@ -91,23 +91,39 @@ export class ChatGateway {
     const now = clock();
     const { account, key } = ctx;
     if (account.planExpiresAt !== null && account.planExpiresAt <= now) {
-      throw this.#refuse(new GatewayError('payment_required', standingMessage(this.#o.billingStanding(account, ZERO_BALANCE, now))));
+      throw this.#refuse(
+        new GatewayError(
+          'payment_required',
+          standingMessage(this.#o.billingStanding(account, ZERO_BALANCE, now)),
+        ),
+      );
     }
     const reservedTokens = promptTokens + (request.maxTokens ?? 0);
-    const admission = await limiter.admit({ subject: key.id, requestId: ctx.requestId, limits: this.#o.limitsOf(account), tokens: reservedTokens, now });
+    const admission = await limiter.admit({
+      subject: key.id,
+      requestId: ctx.requestId,
+      limits: this.#o.limitsOf(account),
+      tokens: reservedTokens,
+      now,
+    });
     const headers = rateLimitHeaders(admission);
     if (!admission.allowed) {
       const reason = admission.reason ?? 'requests';
-      const message = reason === 'tokens' && reservedTokens > (this.#o.limitsOf(account).tokensPerMinute ?? Infinity)
-        ? `this request needs ${reservedTokens} tokens, more than your limit of ${this.#o.limitsOf(account).tokensPerMinute} tokens per minute; lower max_tokens or upgrade your plan`
-        : `rate limit exceeded: ${REFUSALS[reason]} for this API key; retry after the Retry-After delay or upgrade your plan`;
-      throw this.#refuse(new GatewayError(reason === 'unavailable' ? 'service_unavailable' : 'rate_limit_exceeded', message, {
-        ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
-        headers,
-      }));
+      const message =
+        reason === 'tokens' && reservedTokens > (this.#o.limitsOf(account).tokensPerMinute ?? Infinity)
+          ? `this request needs ${reservedTokens} tokens, more than your limit of ${this.#o.limitsOf(account).tokensPerMinute} tokens per minute; lower max_tokens or upgrade your plan`
+          : `rate limit exceeded: ${REFUSALS[reason]} for this API key; retry after the Retry-After delay or upgrade your plan`;
+      throw this.#refuse(
+        new GatewayError(reason === 'unavailable' ? 'service_unavailable' : 'rate_limit_exceeded', message, {
+          ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
+          headers,
+        }),
+      );
     }
     const holdMicros = costMicros(model, promptTokens, request.maxTokens ?? model.defaultMaxTokens);
-    const held = holdMicros === 0 || (await store.ledger.hold(ctx.requestId, account.id, holdMicros, now, now + HOLD_TTL_MS));
+    const held =
+      holdMicros === 0 ||
+      (await store.ledger.hold(ctx.requestId, account.id, holdMicros, now, now + HOLD_TTL_MS));
     if (!held) {
       await limiter.release(key.id, ctx.requestId, reservedTokens, now);
       const standing = this.#o.billingStanding(account, await store.ledger.balance(account.id, now), now);
@@ -120,7 +136,10 @@ export class ChatGateway {
   }
 
   /** A non-streamed completion; the answer's `model` is the public id. */
-  async complete(admitted: Admitted, signal: AbortSignal): Promise<{ completion: ChatCompletion; headers: Record<string, string> }> {
+  async complete(
+    admitted: Admitted,
+    signal: AbortSignal,
+  ): Promise<{ completion: ChatCompletion; headers: Record<string, string> }> {
     const { request, model, promptTokens } = admitted;
     let attempted;
     try {
@@ -136,9 +155,20 @@ export class ChatGateway {
     const estimated = !isUsage(usage);
     const prompt = estimated ? promptTokens : usage.prompt_tokens;
     const generated = estimated ? completionTokensOf(completion) : usage.completion_tokens;
-    if (estimated) completion.usage = { prompt_tokens: prompt, completion_tokens: generated, total_tokens: prompt + generated };
+    if (estimated)
+      completion.usage = {
+        prompt_tokens: prompt,
+        completion_tokens: generated,
+        total_tokens: prompt + generated,
+      };
     const cost = this.#finish(admitted, {
-      status: 'ok', promptTokens: prompt, completionTokens: generated, estimated, deployment: attempted.deployment, provider: attempted.provider, ttftMs: null,
+      status: 'ok',
+      promptTokens: prompt,
+      completionTokens: generated,
+      estimated,
+      deployment: attempted.deployment,
+      provider: attempted.provider,
+      ttftMs: null,
     });
     const overheadMs = performance.now() - admitted.ctx.arrivedAt - upstreamMs;
     this.#o.metrics.overhead.observe(overheadMs / 1000);
@@ -179,8 +209,15 @@ export class ChatGateway {
     } catch (error) {
       if (!abort.signal.aborted && !sink.closed) {
         status = 'error';
-        const failure = new GatewayError('provider_error', 'the upstream stream failed mid-way; the answer is incomplete', { cause: error });
-        this.#o.logger.warn({ err: error, requestId: ctx.requestId, deployment: opened.deployment }, 'stream failed after its first chunk');
+        const failure = new GatewayError(
+          'provider_error',
+          'the upstream stream failed mid-way; the answer is incomplete',
+          { cause: error },
+        );
+        this.#o.logger.warn(
+          { err: error, requestId: ctx.requestId, deployment: opened.deployment },
+          'stream failed after its first chunk',
+        );
         sink.write(`data: ${JSON.stringify(failure.toBody())}\n\n`);
       }
     }
@@ -193,24 +230,42 @@ export class ChatGateway {
     const generated = isUsage(relay.usage) ? relay.usage.completion_tokens : countTextTokens(relay.generated);
     if (status === 'ok') {
       if (request.includeUsage && !relay.forwardedUsage) {
-        const usage = { prompt_tokens: prompt, completion_tokens: generated, total_tokens: prompt + generated };
-        sink.write(`data: ${JSON.stringify({ id: first.id, object: 'chat.completion.chunk', created: first.created, model: request.model, choices: [], usage })}\n\n`);
+        const usage = {
+          prompt_tokens: prompt,
+          completion_tokens: generated,
+          total_tokens: prompt + generated,
+        };
+        sink.write(
+          `data: ${JSON.stringify({ id: first.id, object: 'chat.completion.chunk', created: first.created, model: request.model, choices: [], usage })}\n\n`,
+        );
       }
       sink.write('data: [DONE]\n\n');
     }
     sink.end();
     this.#finish(admitted, {
-      status, promptTokens: prompt, completionTokens: generated, estimated, deployment: opened.deployment, provider: opened.provider, ttftMs: firstAt - ctx.arrivedAt,
+      status,
+      promptTokens: prompt,
+      completionTokens: generated,
+      estimated,
+      deployment: opened.deployment,
+      provider: opened.provider,
+      ttftMs: firstAt - ctx.arrivedAt,
     });
   }
 
-  async #relay(chunk: ChatChunk, request: ChatRequest, sink: StreamSink, state: { generated: string; usage: ChatChunk['usage']; forwardedUsage: boolean }): Promise<void> {
+  async #relay(
+    chunk: ChatChunk,
+    request: ChatRequest,
+    sink: StreamSink,
+    state: { generated: string; usage: ChatChunk['usage']; forwardedUsage: boolean },
+  ): Promise<void> {
     chunk.model = request.model;
     if (isUsage(chunk.usage)) state.usage = chunk.usage;
     for (const choice of chunk.choices) {
       const delta = choice.delta;
       if (typeof delta?.content === 'string') state.generated += delta.content;
-      for (const call of delta?.tool_calls ?? []) state.generated += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+      for (const call of delta?.tool_calls ?? [])
+        state.generated += (call.function?.name ?? '') + (call.function?.arguments ?? '');
     }
     if (chunk.choices.length === 0) {
       if (!request.includeUsage) return;
@@ -256,11 +311,21 @@ export class ChatGateway {
       createdAt: now,
     });
     limiter
-      .reconcile(ctx.key.id, ctx.requestId, reservedTokens, outcome.promptTokens + outcome.completionTokens, now)
+      .reconcile(
+        ctx.key.id,
+        ctx.requestId,
+        reservedTokens,
+        outcome.promptTokens + outcome.completionTokens,
+        now,
+      )
       .catch((error: unknown) => logger.warn({ err: error }, 'rate-limit reconcile failed'));
     metrics.requests.inc({ model: request.model, provider: outcome.provider, status: outcome.status });
-    metrics.latency.observe({ model: request.model, provider: outcome.provider }, (performance.now() - ctx.arrivedAt) / 1000);
-    if (outcome.ttftMs !== null) metrics.ttft.observe({ model: request.model, provider: outcome.provider }, outcome.ttftMs / 1000);
+    metrics.latency.observe(
+      { model: request.model, provider: outcome.provider },
+      (performance.now() - ctx.arrivedAt) / 1000,
+    );
+    if (outcome.ttftMs !== null)
+      metrics.ttft.observe({ model: request.model, provider: outcome.provider }, outcome.ttftMs / 1000);
     metrics.tokens.inc({ model: request.model, type: 'prompt' }, outcome.promptTokens);
     metrics.tokens.inc({ model: request.model, type: 'completion' }, outcome.completionTokens);
     return cost;
@@ -272,11 +337,19 @@ export class ChatGateway {
   }
 }
 
-const ZERO_BALANCE: Balance = { creditMicros: 0, heldMicros: 0, debtMicros: 0, creditLimitMicros: 0, availableMicros: 0 };
+const ZERO_BALANCE: Balance = {
+  creditMicros: 0,
+  heldMicros: 0,
+  debtMicros: 0,
+  creditLimitMicros: 0,
+  availableMicros: 0,
+};
 
 const standingMessage = (standing: Standing): string => (standing.ok ? 'payment required' : standing.message);
 
-function isUsage(value: unknown): value is { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+function isUsage(
+  value: unknown,
+): value is { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
   const usage = value as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
   return typeof usage?.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number';
 }

@@ -79,7 +79,12 @@ export interface ChatChunk {
   model: string;
   choices: {
     index: number;
-    delta: { role?: 'assistant'; content?: string | null; tool_calls?: ToolCallDelta[]; refusal?: string | null };
+    delta: {
+      role?: 'assistant';
+      content?: string | null;
+      tool_calls?: ToolCallDelta[];
+      refusal?: string | null;
+    };
     finish_reason: FinishReason | null;
     logprobs?: unknown;
   }[];

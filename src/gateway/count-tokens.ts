@@ -12,14 +12,18 @@ export function countTextTokens(text: string): number {
 }
 
 /** Estimated prompt tokens of a chat request: messages, their framing, and tool definitions. */
-export function countPromptTokens(messages: readonly ChatMessage[], tools?: readonly ToolDefinition[]): number {
+export function countPromptTokens(
+  messages: readonly ChatMessage[],
+  tools?: readonly ToolDefinition[],
+): number {
   let total = REPLY_PRIMING;
   for (const message of messages) {
     total += TOKENS_PER_MESSAGE + countTextTokens(message.role);
     if (message.content) total += countTextTokens(message.content);
     if (message.name) total += TOKENS_PER_NAME + countTextTokens(message.name);
     if (message.tool_calls) {
-      for (const call of message.tool_calls) total += countTextTokens(call.function.name) + countTextTokens(call.function.arguments) + 3;
+      for (const call of message.tool_calls)
+        total += countTextTokens(call.function.name) + countTextTokens(call.function.arguments) + 3;
     }
   }
   if (tools && tools.length > 0) total += countTextTokens(JSON.stringify(tools));

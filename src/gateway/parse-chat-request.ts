@@ -6,9 +6,15 @@ const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'developer', 'user',
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 const invalid = (message: string): GatewayError => new GatewayError('invalid_request', message);
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
-function numberIn(body: Record<string, unknown>, field: string, min: number, max: number): number | undefined {
+function numberIn(
+  body: Record<string, unknown>,
+  field: string,
+  min: number,
+  max: number,
+): number | undefined {
   const value = body[field];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(`${field} must be a number`);
@@ -20,14 +26,24 @@ function numberIn(body: Record<string, unknown>, field: string, min: number, max
  * Validates an untrusted chat-completion body against the spec's rules and the model's limits.
  * Throws 400 invalid_request naming the field, or 404 model_not_found.
  */
-export function parseChatRequest(body: unknown, models: ReadonlyMap<string, ModelConfig>, maxMessages: number): { request: ChatRequest; model: ModelConfig } {
+export function parseChatRequest(
+  body: unknown,
+  models: ReadonlyMap<string, ModelConfig>,
+  maxMessages: number,
+): { request: ChatRequest; model: ModelConfig } {
   if (!isObject(body)) throw invalid('the request body must be a JSON object');
-  if (typeof body['model'] !== 'string' || body['model'] === '') throw invalid('model is required and must be a string');
+  if (typeof body['model'] !== 'string' || body['model'] === '')
+    throw invalid('model is required and must be a string');
   const model = models.get(body['model']);
-  if (!model) throw new GatewayError('model_not_found', `the model ${JSON.stringify(body['model'].slice(0, 100))} does not exist; GET /v1/models lists them`);
+  if (!model)
+    throw new GatewayError(
+      'model_not_found',
+      `the model ${JSON.stringify(body['model'].slice(0, 100))} does not exist; GET /v1/models lists them`,
+    );
 
   const rawMessages = body['messages'];
-  if (!Array.isArray(rawMessages) || rawMessages.length === 0) throw invalid('messages must be a non-empty array');
+  if (!Array.isArray(rawMessages) || rawMessages.length === 0)
+    throw invalid('messages must be a non-empty array');
   if (rawMessages.length > maxMessages) throw invalid(`messages may hold at most ${maxMessages} items`);
   const messages = rawMessages.map((raw: unknown, index) => parseMessage(raw, index));
 
@@ -38,13 +54,15 @@ export function parseChatRequest(body: unknown, models: ReadonlyMap<string, Mode
 
   const maxTokens = parseMaxTokens(body, model);
   const stream = body['stream'];
-  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalid('stream must be a boolean');
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
+    throw invalid('stream must be a boolean');
   const streamOptions = body['stream_options'];
   let includeUsage = false;
   if (streamOptions !== undefined && streamOptions !== null) {
     if (!isObject(streamOptions)) throw invalid('stream_options must be an object');
     const flag = streamOptions['include_usage'];
-    if (flag !== undefined && typeof flag !== 'boolean') throw invalid('stream_options.include_usage must be a boolean');
+    if (flag !== undefined && typeof flag !== 'boolean')
+      throw invalid('stream_options.include_usage must be a boolean');
     includeUsage = flag === true;
   }
   const stop = parseStop(body['stop']);
@@ -55,7 +73,19 @@ export function parseChatRequest(body: unknown, models: ReadonlyMap<string, Mode
 
   return {
     model,
-    request: { model: model.id, messages, stream: stream === true, includeUsage, maxTokens, temperature, topP, stop, tools, toolChoice, body },
+    request: {
+      model: model.id,
+      messages,
+      stream: stream === true,
+      includeUsage,
+      maxTokens,
+      temperature,
+      topP,
+      stop,
+      tools,
+      toolChoice,
+      body,
+    },
   };
 }
 
@@ -64,8 +94,10 @@ function parseMaxTokens(body: Record<string, unknown>, model: ModelConfig): numb
   for (const field of ['max_tokens', 'max_completion_tokens']) {
     const value = body[field];
     if (value === undefined || value === null) continue;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) throw invalid(`${field} must be a positive integer`);
-    if (value > model.maxOutputTokens) throw invalid(`${field} must be at most ${model.maxOutputTokens} for ${model.id}`);
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1)
+      throw invalid(`${field} must be a positive integer`);
+    if (value > model.maxOutputTokens)
+      throw invalid(`${field} must be at most ${model.maxOutputTokens} for ${model.id}`);
     result = result === undefined ? value : Math.min(result, value);
   }
   return result;
@@ -78,7 +110,9 @@ function parseContent(raw: unknown, at: string, nullable: boolean): string | nul
   return raw
     .map((part: unknown, index) => {
       if (!isObject(part) || part['type'] !== 'text' || typeof part['text'] !== 'string') {
-        throw invalid(`${at}.content[${index}] must be a text part ({"type":"text","text":"…"}); other part types are not supported`);
+        throw invalid(
+          `${at}.content[${index}] must be a text part ({"type":"text","text":"…"}); other part types are not supported`,
+        );
       }
       return part['text'];
     })
@@ -89,7 +123,8 @@ function parseMessage(raw: unknown, index: number): ChatMessage {
   const at = `messages[${index}]`;
   if (!isObject(raw)) throw invalid(`${at} must be an object`);
   const role = raw['role'];
-  if (typeof role !== 'string' || !ROLES.has(role)) throw invalid(`${at}.role must be one of system, user, assistant, tool`);
+  if (typeof role !== 'string' || !ROLES.has(role))
+    throw invalid(`${at}.role must be one of system, user, assistant, tool`);
   const message: ChatMessage = { role: role as Role, content: null };
   const hasToolCalls = role === 'assistant' && raw['tool_calls'] !== undefined && raw['tool_calls'] !== null;
   message.content = parseContent(raw['content'], at, hasToolCalls);
@@ -99,7 +134,8 @@ function parseMessage(raw: unknown, index: number): ChatMessage {
   }
   if (hasToolCalls) message.tool_calls = parseToolCalls(raw['tool_calls'], at);
   if (role === 'tool') {
-    if (typeof raw['tool_call_id'] !== 'string' || raw['tool_call_id'] === '') throw invalid(`${at}.tool_call_id is required for a tool message`);
+    if (typeof raw['tool_call_id'] !== 'string' || raw['tool_call_id'] === '')
+      throw invalid(`${at}.tool_call_id is required for a tool message`);
     message.tool_call_id = raw['tool_call_id'];
   }
   return message;
@@ -110,8 +146,14 @@ function parseToolCalls(raw: unknown, at: string): ToolCall[] {
   return raw.map((call: unknown, index) => {
     const where = `${at}.tool_calls[${index}]`;
     const fn = isObject(call) ? call['function'] : undefined;
-    if (!isObject(call) || typeof call['id'] !== 'string' || call['type'] !== 'function' || !isObject(fn) ||
-      typeof fn['name'] !== 'string' || typeof fn['arguments'] !== 'string') {
+    if (
+      !isObject(call) ||
+      typeof call['id'] !== 'string' ||
+      call['type'] !== 'function' ||
+      !isObject(fn) ||
+      typeof fn['name'] !== 'string' ||
+      typeof fn['arguments'] !== 'string'
+    ) {
       throw invalid(`${where} must be {"id", "type":"function", "function":{"name", "arguments"}}`);
     }
     return { id: call['id'], type: 'function', function: { name: fn['name'], arguments: fn['arguments'] } };
@@ -121,7 +163,7 @@ function parseToolCalls(raw: unknown, at: string): ToolCall[] {
 function parseStop(raw: unknown): string[] | undefined {
   if (raw === undefined || raw === null) return undefined;
   if (typeof raw === 'string') return [raw];
-  if (Array.isArray(raw) && raw.length <= 4 && raw.every((item) => typeof item === 'string')) return raw as string[];
+  if (Array.isArray(raw) && raw.length <= 4 && raw.every((item) => typeof item === 'string')) return raw;
   throw invalid('stop must be a string or an array of at most 4 strings');
 }
 
@@ -133,20 +175,27 @@ function parseTools(raw: unknown): ToolDefinition[] | undefined {
     if (!isObject(tool) || tool['type'] !== 'function') throw invalid(`${at}.type must be "function"`);
     const fn = tool['function'];
     if (!isObject(fn)) throw invalid(`${at}.function must be an object`);
-    if (typeof fn['name'] !== 'string' || !FUNCTION_NAME.test(fn['name'])) throw invalid(`${at}.function.name must be 1-64 letters, digits, _ or -`);
-    if (fn['description'] !== undefined && typeof fn['description'] !== 'string') throw invalid(`${at}.function.description must be a string`);
+    if (typeof fn['name'] !== 'string' || !FUNCTION_NAME.test(fn['name']))
+      throw invalid(`${at}.function.name must be 1-64 letters, digits, _ or -`);
+    if (fn['description'] !== undefined && typeof fn['description'] !== 'string')
+      throw invalid(`${at}.function.description must be a string`);
     const parameters = fn['parameters'];
     if (parameters !== undefined) {
-      if (!isObject(parameters) || parameters['type'] !== 'object') throw invalid(`${at}.function.parameters must be a JSON Schema object with type "object"`);
-      if (parameters['properties'] !== undefined && !isObject(parameters['properties'])) throw invalid(`${at}.function.parameters.properties must be an object`);
+      if (!isObject(parameters) || parameters['type'] !== 'object')
+        throw invalid(`${at}.function.parameters must be a JSON Schema object with type "object"`);
+      if (parameters['properties'] !== undefined && !isObject(parameters['properties']))
+        throw invalid(`${at}.function.parameters.properties must be an object`);
       const required = parameters['required'];
-      if (required !== undefined && (!Array.isArray(required) || !required.every((name) => typeof name === 'string'))) {
+      if (
+        required !== undefined &&
+        (!Array.isArray(required) || !required.every((name) => typeof name === 'string'))
+      ) {
         throw invalid(`${at}.function.parameters.required must be an array of names`);
       }
     }
     const definition: ToolDefinition = { type: 'function', function: { name: fn['name'] } };
     if (typeof fn['description'] === 'string') definition.function.description = fn['description'];
-    if (parameters !== undefined) definition.function.parameters = parameters as Record<string, unknown>;
+    if (parameters !== undefined) definition.function.parameters = parameters;
     return definition;
   });
 }
@@ -157,9 +206,15 @@ function parseToolChoice(raw: unknown, tools: ToolDefinition[] | undefined): Too
     if (raw === 'required' && !tools?.length) throw invalid('tool_choice "required" needs tools');
     return raw;
   }
-  if (isObject(raw) && raw['type'] === 'function' && isObject(raw['function']) && typeof raw['function']['name'] === 'string') {
+  if (
+    isObject(raw) &&
+    raw['type'] === 'function' &&
+    isObject(raw['function']) &&
+    typeof raw['function']['name'] === 'string'
+  ) {
     const name = raw['function']['name'];
-    if (!tools?.some((tool) => tool.function.name === name)) throw invalid(`tool_choice names ${name}, which is not in tools`);
+    if (!tools?.some((tool) => tool.function.name === name))
+      throw invalid(`tool_choice names ${name}, which is not in tools`);
     return { type: 'function', function: { name } };
   }
   throw invalid('tool_choice must be "none", "auto", "required" or {"type":"function","function":{"name"}}');

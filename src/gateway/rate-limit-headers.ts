@@ -7,7 +7,11 @@ export function formatReset(ms: number): string {
   return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
 }
 
-function add(headers: Record<string, string>, kind: 'requests' | 'tokens', state: LimitState | undefined): void {
+function add(
+  headers: Record<string, string>,
+  kind: 'requests' | 'tokens',
+  state: LimitState | undefined,
+): void {
   if (!state) return;
   headers[`x-ratelimit-limit-${kind}`] = String(state.limit);
   headers[`x-ratelimit-remaining-${kind}`] = String(Math.max(0, state.remaining));

@@ -16,8 +16,10 @@ export function installAuth(app: FastifyInstance, accounts: AccountsService): vo
     const auth = request.routeOptions.config.auth ?? 'none';
     if (auth === 'none') return;
     const principal = await accounts.authenticate(bearerToken(request.headers.authorization), request.ip);
-    if (auth === 'admin' && principal.kind !== 'admin') throw new GatewayError('forbidden', 'this route needs the admin key');
-    if (auth === 'user' && principal.kind !== 'user') throw new GatewayError('forbidden', 'this route needs a user API key');
+    if (auth === 'admin' && principal.kind !== 'admin')
+      throw new GatewayError('forbidden', 'this route needs the admin key');
+    if (auth === 'user' && principal.kind !== 'user')
+      throw new GatewayError('forbidden', 'this route needs a user API key');
     request.principal = principal;
   });
 }

@@ -9,9 +9,10 @@ export function toGatewayError(error: unknown): GatewayError {
     const where = fastifyError.validationContext ?? 'body';
     const first = fastifyError.validation[0];
     const field = first?.instancePath ? `${where}${first.instancePath.replaceAll('/', '.')}` : where;
-    const detail = first?.keyword === 'additionalProperties'
-      ? `has unknown field ${String((first.params as { additionalProperty?: string }).additionalProperty)}`
-      : (first?.message ?? 'is invalid');
+    const detail =
+      first?.keyword === 'additionalProperties'
+        ? `has unknown field ${String((first.params as { additionalProperty?: string }).additionalProperty)}`
+        : (first?.message ?? 'is invalid');
     return new GatewayError('invalid_request', `${field} ${detail}`, { cause: error });
   }
   if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
@@ -19,9 +20,10 @@ export function toGatewayError(error: unknown): GatewayError {
   }
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    const message = fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-      ? 'Content-Type must be application/json'
-      : (fastifyError.message ?? 'bad request');
+    const message =
+      fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? 'Content-Type must be application/json'
+        : (fastifyError.message ?? 'bad request');
     return new GatewayError('invalid_request', message, { cause: error, status });
   }
   return new GatewayError('internal_error', 'internal error', { cause: error });
@@ -49,7 +51,10 @@ export function installErrorHandling(app: FastifyInstance, routes: RouteTable): 
     const methods = routes.methodsFor(path);
     if (methods.length > 0) {
       reply.header('allow', methods.join(', '));
-      return sendError(reply, new GatewayError('method_not_allowed', `${request.method} is not allowed on ${path}`));
+      return sendError(
+        reply,
+        new GatewayError('method_not_allowed', `${request.method} is not allowed on ${path}`),
+      );
     }
     return sendError(reply, new GatewayError('not_found', `no route ${request.method} ${path}`));
   });
@@ -65,6 +70,8 @@ export class RouteTable {
   }
 
   methodsFor(path: string): string[] {
-    return [...new Set(this.#routes.filter((route) => route.pattern.test(path)).map((route) => route.method))];
+    return [
+      ...new Set(this.#routes.filter((route) => route.pattern.test(path)).map((route) => route.method)),
+    ];
   }
 }

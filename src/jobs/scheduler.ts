@@ -48,7 +48,12 @@ export class Scheduler {
   async runOnce(job: Job): Promise<boolean> {
     const now = this.#clock();
     try {
-      const leased = await this.#store.system.acquireLease(job.name, this.#owner, now, now + (job.leaseMs ?? job.everyMs));
+      const leased = await this.#store.system.acquireLease(
+        job.name,
+        this.#owner,
+        now,
+        now + (job.leaseMs ?? job.everyMs),
+      );
       if (!leased) return false;
       await job.run();
       return true;
@@ -83,7 +88,11 @@ export function createRetentionJob(store: Store, clock: Clock, retentionDays: nu
         if (batch < RETENTION_BATCH) break;
         await new Promise((resolve) => setImmediate(resolve));
       }
-      if (deleted > 0) logger.info({ deleted, cutoff: new Date(cutoff).toISOString() }, 'usage records past retention deleted');
+      if (deleted > 0)
+        logger.info(
+          { deleted, cutoff: new Date(cutoff).toISOString() },
+          'usage records past retention deleted',
+        );
     },
   };
 }

@@ -40,7 +40,13 @@ export interface Admission {
 export interface Limiter {
   admit(request: AdmissionRequest): Promise<Admission>;
   /** Replaces the tokens a request reserved with what it actually used (its request still counts). */
-  reconcile(subject: string, requestId: string, reservedTokens: number, actualTokens: number, now: number): Promise<void>;
+  reconcile(
+    subject: string,
+    requestId: string,
+    reservedTokens: number,
+    actualTokens: number,
+    now: number,
+  ): Promise<void>;
   /** Gives back everything a request took (it was refused later, e.g. for want of credit). */
   release(subject: string, requestId: string, tokens: number, now: number): Promise<void>;
   /** Tokens the subject has taken on the UTC day of `now`. */

@@ -1,4 +1,11 @@
-import { type Admission, type AdmissionRequest, type Limiter, WINDOW_MS, msUntilUtcMidnight, utcDayNumber } from './limiter.ts';
+import {
+  type Admission,
+  type AdmissionRequest,
+  type Limiter,
+  WINDOW_MS,
+  msUntilUtcMidnight,
+  utcDayNumber,
+} from './limiter.ts';
 
 interface TokenEntry {
   at: number;
@@ -36,7 +43,11 @@ export class MemoryLimiter implements Limiter {
       return { allowed: false, reason: 'requests', retryAfterMs: Math.max(1, oldest + WINDOW_MS - now) };
     }
     if (tpm !== null && subject.tokenSum + tokens > tpm) {
-      return { allowed: false, reason: 'tokens', retryAfterMs: this.#tokensFreeAt(subject, tokens, tpm, now) };
+      return {
+        allowed: false,
+        reason: 'tokens',
+        retryAfterMs: this.#tokensFreeAt(subject, tokens, tpm, now),
+      };
     }
     if (daily !== null && subject.dayTokens + tokens > daily) {
       return { allowed: false, reason: 'daily', retryAfterMs: msUntilUtcMidnight(now) };
@@ -47,16 +58,32 @@ export class MemoryLimiter implements Limiter {
     subject.dayTokens += tokens;
     return {
       allowed: true,
-      ...(rpm !== null ? { requests: { limit: rpm, remaining: rpm - subject.requests.length, resetMs: WINDOW_MS } } : {}),
-      ...(tpm !== null ? { tokens: { limit: tpm, remaining: Math.max(0, tpm - subject.tokenSum), resetMs: WINDOW_MS } } : {}),
+      ...(rpm !== null
+        ? { requests: { limit: rpm, remaining: rpm - subject.requests.length, resetMs: WINDOW_MS } }
+        : {}),
+      ...(tpm !== null
+        ? { tokens: { limit: tpm, remaining: Math.max(0, tpm - subject.tokenSum), resetMs: WINDOW_MS } }
+        : {}),
     };
   }
 
-  async reconcile(id: string, requestId: string, reservedTokens: number, actualTokens: number, now: number): Promise<void> {
+  async reconcile(
+    id: string,
+    requestId: string,
+    reservedTokens: number,
+    actualTokens: number,
+    now: number,
+  ): Promise<void> {
     this.reconcileNow(id, requestId, reservedTokens, actualTokens, now);
   }
 
-  reconcileNow(id: string, requestId: string, reservedTokens: number, actualTokens: number, now: number): void {
+  reconcileNow(
+    id: string,
+    requestId: string,
+    reservedTokens: number,
+    actualTokens: number,
+    now: number,
+  ): void {
     const subject = this.#subjects.get(id);
     if (!subject) return;
     this.#expire(subject, now);
@@ -65,7 +92,8 @@ export class MemoryLimiter implements Limiter {
       subject.tokenSum += actualTokens - entry.tokens;
       entry.tokens = actualTokens;
     }
-    if (subject.day === utcDayNumber(now)) subject.dayTokens = Math.max(0, subject.dayTokens + actualTokens - reservedTokens);
+    if (subject.day === utcDayNumber(now))
+      subject.dayTokens = Math.max(0, subject.dayTokens + actualTokens - reservedTokens);
   }
 
   async release(id: string, requestId: string, tokens: number, now: number): Promise<void> {
@@ -146,7 +174,8 @@ export class MemoryLimiter implements Limiter {
     this.#sweepAt = now + WINDOW_MS;
     for (const [id, subject] of this.#subjects) {
       this.#expire(subject, now);
-      if (subject.requests.length === 0 && subject.tokens.size === 0 && subject.dayTokens === 0) this.#subjects.delete(id);
+      if (subject.requests.length === 0 && subject.tokens.size === 0 && subject.dayTokens === 0)
+        this.#subjects.delete(id);
     }
   }
 }

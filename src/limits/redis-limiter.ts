@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { type Admission, type AdmissionRequest, type Limiter, WINDOW_MS, msUntilUtcMidnight, utcDayNumber } from './limiter.ts';
+import {
+  type Admission,
+  type AdmissionRequest,
+  type Limiter,
+  WINDOW_MS,
+  msUntilUtcMidnight,
+  utcDayNumber,
+} from './limiter.ts';
 import { ADMIT_SCRIPT, RECONCILE_SCRIPT, RELEASE_SCRIPT } from './redis-scripts.ts';
 
 const REASONS = { 1: 'requests', 2: 'tokens', 3: 'daily' } as const;
@@ -42,27 +49,58 @@ export class RedisLimiter implements Limiter {
 
   #keys(subject: string, now: number): string[] {
     const base = `${this.#prefix}:{${subject}}`;
-    return [`${base}:req`, `${base}:tok`, `${base}:tokv`, `${base}:toksum`, `${base}:day:${utcDayNumber(now)}`];
+    return [
+      `${base}:req`,
+      `${base}:tok`,
+      `${base}:tokv`,
+      `${base}:toksum`,
+      `${base}:day:${utcDayNumber(now)}`,
+    ];
   }
 
   async admit({ subject, requestId, limits, tokens, now }: AdmissionRequest): Promise<Admission> {
     const untilMidnight = msUntilUtcMidnight(now);
     const result = (await admitScript.run(this.#redis, this.#keys(subject, now), [
-      now, WINDOW_MS, limit(limits.requestsPerMinute), limit(limits.tokensPerMinute), limit(limits.dailyTokens), tokens, requestId, untilMidnight,
+      now,
+      WINDOW_MS,
+      limit(limits.requestsPerMinute),
+      limit(limits.tokensPerMinute),
+      limit(limits.dailyTokens),
+      tokens,
+      requestId,
+      untilMidnight,
     ])) as number[];
-    const [allowed, reason, retryMs, count, used] = result.map(Number) as [number, 1 | 2 | 3, number, number, number];
+    const [allowed, reason, retryMs, count, used] = result.map(Number) as [
+      number,
+      1 | 2 | 3,
+      number,
+      number,
+      number,
+    ];
     if (allowed !== 1) return { allowed: false, reason: REASONS[reason], retryAfterMs: retryMs };
     const { requestsPerMinute: rpm, tokensPerMinute: tpm } = limits;
     return {
       allowed: true,
       ...(rpm !== null ? { requests: { limit: rpm, remaining: rpm - count, resetMs: WINDOW_MS } } : {}),
-      ...(tpm !== null ? { tokens: { limit: tpm, remaining: Math.max(0, tpm - used), resetMs: WINDOW_MS } } : {}),
+      ...(tpm !== null
+        ? { tokens: { limit: tpm, remaining: Math.max(0, tpm - used), resetMs: WINDOW_MS } }
+        : {}),
     };
   }
 
-  async reconcile(subject: string, requestId: string, reservedTokens: number, actualTokens: number, now: number): Promise<void> {
+  async reconcile(
+    subject: string,
+    requestId: string,
+    reservedTokens: number,
+    actualTokens: number,
+    now: number,
+  ): Promise<void> {
     const [, tok, tokv, toksum, day] = this.#keys(subject, now) as [string, string, string, string, string];
-    await reconcileScript.run(this.#redis, [tok, tokv, toksum, day], [requestId, reservedTokens, actualTokens, WINDOW_MS]);
+    await reconcileScript.run(
+      this.#redis,
+      [tok, tokv, toksum, day],
+      [requestId, reservedTokens, actualTokens, WINDOW_MS],
+    );
   }
 
   async release(subject: string, requestId: string, tokens: number, now: number): Promise<void> {

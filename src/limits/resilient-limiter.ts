@@ -48,9 +48,16 @@ export class ResilientLimiter implements Limiter {
     }
   }
 
-  async reconcile(subject: string, requestId: string, reservedTokens: number, actualTokens: number, now: number): Promise<void> {
+  async reconcile(
+    subject: string,
+    requestId: string,
+    reservedTokens: number,
+    actualTokens: number,
+    now: number,
+  ): Promise<void> {
     this.#local.reconcileNow(subject, requestId, reservedTokens, actualTokens, now);
-    if (this.#redis.healthy()) await this.#redis.reconcile(subject, requestId, reservedTokens, actualTokens, now).catch(() => {});
+    if (this.#redis.healthy())
+      await this.#redis.reconcile(subject, requestId, reservedTokens, actualTokens, now).catch(() => {});
   }
 
   async release(subject: string, requestId: string, tokens: number, now: number): Promise<void> {
@@ -59,7 +66,9 @@ export class ResilientLimiter implements Limiter {
   }
 
   async dailyTokens(subject: string, now: number): Promise<number> {
-    return this.#redis.healthy() ? this.#redis.dailyTokens(subject, now) : this.#local.dailyTokens(subject, now);
+    return this.#redis.healthy()
+      ? this.#redis.dailyTokens(subject, now)
+      : this.#local.dailyTokens(subject, now);
   }
 
   healthy(): boolean {
@@ -73,6 +82,9 @@ export class ResilientLimiter implements Limiter {
   #fallingBack(error: unknown): void {
     if (this.#degraded) return;
     this.#degraded = true;
-    this.#logger.error({ err: error, policy: this.#policy }, 'Redis unreachable: limits fall back to the configured policy');
+    this.#logger.error(
+      { err: error, policy: this.#policy },
+      'Redis unreachable: limits fall back to the configured policy',
+    );
   }
 }

@@ -5,13 +5,50 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 /** Prometheus metrics of one process, in its own registry (tests run several servers in one process). */
 export class Metrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({ name: 'tollgate_chat_requests_total', help: 'Chat requests by public model, provider and outcome', labelNames: ['model', 'provider', 'status'] as const, registers: [this.registry] });
-  readonly latency = new Histogram({ name: 'tollgate_chat_request_duration_seconds', help: 'Chat request duration by public model', labelNames: ['model', 'provider'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  readonly ttft = new Histogram({ name: 'tollgate_chat_time_to_first_token_seconds', help: 'Time to the first streamed chunk', labelNames: ['model', 'provider'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  readonly overhead = new Histogram({ name: 'tollgate_gateway_overhead_seconds', help: 'Time spent in the gateway, upstream time excluded', buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05], registers: [this.registry] });
-  readonly upstreamErrors = new Counter({ name: 'tollgate_upstream_errors_total', help: 'Upstream failures by deployment and kind', labelNames: ['deployment', 'provider', 'kind'] as const, registers: [this.registry] });
-  readonly tokens = new Counter({ name: 'tollgate_tokens_total', help: 'Tokens metered by public model and direction', labelNames: ['model', 'type'] as const, registers: [this.registry] });
-  readonly rejected = new Counter({ name: 'tollgate_rejected_requests_total', help: 'Requests refused before the upstream, by error code', labelNames: ['code'] as const, registers: [this.registry] });
+  readonly requests = new Counter({
+    name: 'tollgate_chat_requests_total',
+    help: 'Chat requests by public model, provider and outcome',
+    labelNames: ['model', 'provider', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly latency = new Histogram({
+    name: 'tollgate_chat_request_duration_seconds',
+    help: 'Chat request duration by public model',
+    labelNames: ['model', 'provider'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly ttft = new Histogram({
+    name: 'tollgate_chat_time_to_first_token_seconds',
+    help: 'Time to the first streamed chunk',
+    labelNames: ['model', 'provider'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly overhead = new Histogram({
+    name: 'tollgate_gateway_overhead_seconds',
+    help: 'Time spent in the gateway, upstream time excluded',
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05],
+    registers: [this.registry],
+  });
+  readonly upstreamErrors = new Counter({
+    name: 'tollgate_upstream_errors_total',
+    help: 'Upstream failures by deployment and kind',
+    labelNames: ['deployment', 'provider', 'kind'] as const,
+    registers: [this.registry],
+  });
+  readonly tokens = new Counter({
+    name: 'tollgate_tokens_total',
+    help: 'Tokens metered by public model and direction',
+    labelNames: ['model', 'type'] as const,
+    registers: [this.registry],
+  });
+  readonly rejected = new Counter({
+    name: 'tollgate_rejected_requests_total',
+    help: 'Requests refused before the upstream, by error code',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });

@@ -12,6 +12,10 @@ export function createProvider(config: ProviderConfig, timeouts: TimeoutsConfig)
     case 'anthropic':
       return createAnthropicProvider(config, timeouts);
     case 'simulator':
-      return createSimulatorProvider({ id: config.id, chunkIntervalMs: config.chunkIntervalMs, firstTokenMs: config.firstTokenMs });
+      return createSimulatorProvider({
+        id: config.id,
+        chunkIntervalMs: config.chunkIntervalMs,
+        firstTokenMs: config.firstTokenMs,
+      });
   }
 }

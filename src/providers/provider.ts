@@ -50,12 +50,19 @@ export class ProviderError extends Error {
 }
 
 /** An upstream's HTTP status as a ProviderError, with its Retry-After (seconds or HTTP date) when it sent one. */
-export function statusError(status: number, message: string, retryAfter: string | string[] | undefined, now: number = Date.now()): ProviderError {
+export function statusError(
+  status: number,
+  message: string,
+  retryAfter: string | string[] | undefined,
+  now: number = Date.now(),
+): ProviderError {
   const header = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
   let retryAfterMs: number | undefined;
   if (header !== undefined) {
     const seconds = Number(header);
-    retryAfterMs = Number.isFinite(seconds) ? seconds * 1000 : Math.max(0, Date.parse(header) - now) || undefined;
+    retryAfterMs = Number.isFinite(seconds)
+      ? seconds * 1000
+      : Math.max(0, Date.parse(header) - now) || undefined;
   }
   return new ProviderError('status', message, { status, retryAfterMs });
 }

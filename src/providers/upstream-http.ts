@@ -10,7 +10,12 @@ export interface UpstreamResponse {
 
 /** A keep-alive connection pool to one upstream, with its timeouts. */
 export interface UpstreamClient {
-  post(path: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<UpstreamResponse>;
+  post(
+    path: string,
+    headers: Record<string, string>,
+    body: string,
+    signal: AbortSignal,
+  ): Promise<UpstreamResponse>;
   close(): Promise<void>;
 }
 
@@ -51,11 +56,16 @@ export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig):
 export function toProviderError(error: unknown, signal?: AbortSignal): ProviderError {
   if (error instanceof ProviderError) return error;
   if (signal?.aborted) return new ProviderError('aborted', 'request aborted', { cause: error });
-  if (error instanceof undiciErrors.ConnectTimeoutError) return new ProviderError('timeout', 'upstream connect timed out', { cause: error });
-  if (error instanceof undiciErrors.HeadersTimeoutError) return new ProviderError('timeout', 'upstream sent no answer in time', { cause: error });
-  if (error instanceof undiciErrors.BodyTimeoutError) return new ProviderError('timeout', 'upstream stream went idle', { cause: error });
+  if (error instanceof undiciErrors.ConnectTimeoutError)
+    return new ProviderError('timeout', 'upstream connect timed out', { cause: error });
+  if (error instanceof undiciErrors.HeadersTimeoutError)
+    return new ProviderError('timeout', 'upstream sent no answer in time', { cause: error });
+  if (error instanceof undiciErrors.BodyTimeoutError)
+    return new ProviderError('timeout', 'upstream stream went idle', { cause: error });
   const code = (error as { code?: string }).code ?? '';
-  return new ProviderError('connect', `upstream connection failed (${code || (error as Error).name})`, { cause: error });
+  return new ProviderError('connect', `upstream connection failed (${code || (error as Error).name})`, {
+    cause: error,
+  });
 }
 
 /** Reads an error answer and turns it into a ProviderError carrying the upstream's own message. */
@@ -66,7 +76,14 @@ export async function errorFromResponse(response: UpstreamResponse): Promise<Pro
     try {
       const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
       const inner = parsed.error;
-      message = typeof inner === 'string' ? inner : typeof inner?.message === 'string' ? inner.message : typeof parsed.message === 'string' ? parsed.message : text;
+      message =
+        typeof inner === 'string'
+          ? inner
+          : typeof inner?.message === 'string'
+            ? inner.message
+            : typeof parsed.message === 'string'
+              ? parsed.message
+              : text;
     } catch {
       message = text;
     }
@@ -75,9 +92,16 @@ export async function errorFromResponse(response: UpstreamResponse): Promise<Pro
   }
   const header = response.headers['retry-after-ms'];
   const retryAfterMsHeader = Array.isArray(header) ? header[0] : header;
-  const error = statusError(response.status, message.slice(0, 500) || `upstream status ${response.status}`, response.headers['retry-after']);
+  const error = statusError(
+    response.status,
+    message.slice(0, 500) || `upstream status ${response.status}`,
+    response.headers['retry-after'],
+  );
   if (retryAfterMsHeader !== undefined && Number.isFinite(Number(retryAfterMsHeader))) {
-    return new ProviderError('status', error.message, { status: response.status, retryAfterMs: Number(retryAfterMsHeader) });
+    return new ProviderError('status', error.message, {
+      status: response.status,
+      retryAfterMs: Number(retryAfterMsHeader),
+    });
   }
   return error;
 }

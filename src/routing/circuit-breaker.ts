@@ -59,12 +59,18 @@ export class CircuitBreaker {
     this.#probing = false;
   }
 
-  snapshot(now: number): { state: BreakerState; error_rate: number; latency_ms: number | null; blocked_for_ms: number } {
+  snapshot(now: number): {
+    state: BreakerState;
+    error_rate: number;
+    latency_ms: number | null;
+    blocked_for_ms: number;
+  } {
     if (this.#state === 'open' && now - this.#openedAt >= this.#cooldownMs) this.#state = 'half_open';
     const failures = this.#outcomes.filter((ok) => !ok).length;
     return {
       state: this.#state,
-      error_rate: this.#outcomes.length === 0 ? 0 : Math.round((failures / this.#outcomes.length) * 1000) / 1000,
+      error_rate:
+        this.#outcomes.length === 0 ? 0 : Math.round((failures / this.#outcomes.length) * 1000) / 1000,
       latency_ms: this.#latencyMs === undefined ? null : Math.round(this.#latencyMs * 10) / 10,
       blocked_for_ms: Math.max(0, this.#blockedUntil - now),
     };

@@ -64,23 +64,50 @@ export class Router {
         model.deployments.map((config) => {
           const provider = options.providers.get(config.provider);
           if (!provider) throw new Error(`no provider ${config.provider}`);
-          return { model, config, provider, breaker: new CircuitBreaker(options.routing.breakerFailureThreshold, options.routing.breakerCooldownMs) };
+          return {
+            model,
+            config,
+            provider,
+            breaker: new CircuitBreaker(
+              options.routing.breakerFailureThreshold,
+              options.routing.breakerCooldownMs,
+            ),
+          };
         }),
       );
     }
   }
 
   /** A whole completion from the first deployment that gives one. */
-  complete(request: ChatRequest, signal: AbortSignal, defaultMaxTokens: number): Promise<Attempted<ChatCompletion>> {
+  complete(
+    request: ChatRequest,
+    signal: AbortSignal,
+    defaultMaxTokens: number,
+  ): Promise<Attempted<ChatCompletion>> {
     return this.#attempt(request, signal, (deployment) =>
-      deployment.provider.complete({ request, upstreamModel: deployment.config.upstreamModel, signal, defaultMaxTokens }),
+      deployment.provider.complete({
+        request,
+        upstreamModel: deployment.config.upstreamModel,
+        signal,
+        defaultMaxTokens,
+      }),
     );
   }
 
   /** A stream from the first deployment that delivers a first chunk; the rest is the caller's to read. */
-  openStream(request: ChatRequest, signal: AbortSignal, defaultMaxTokens: number): Promise<Attempted<OpenedStream>> {
+  openStream(
+    request: ChatRequest,
+    signal: AbortSignal,
+    defaultMaxTokens: number,
+  ): Promise<Attempted<OpenedStream>> {
     return this.#attempt(request, signal, async (deployment) => {
-      const iterator = deployment.provider.stream({ request, upstreamModel: deployment.config.upstreamModel, signal, defaultMaxTokens })[Symbol.asyncIterator]();
+      const chunks = deployment.provider.stream({
+        request,
+        upstreamModel: deployment.config.upstreamModel,
+        signal,
+        defaultMaxTokens,
+      });
+      const iterator = chunks[Symbol.asyncIterator]();
       const first = await iterator.next();
       if (first.done) throw new ProviderError('protocol', 'upstream stream was empty');
       return { first: first.value, rest: iterator };
@@ -91,15 +118,28 @@ export class Router {
   health(): Record<string, unknown>[] {
     const now = this.#clock();
     return [...this.#deployments.entries()].flatMap(([model, deployments]) =>
-      deployments.map((deployment) => ({ model, deployment: deployment.config.id, provider: deployment.provider.id, ...deployment.breaker.snapshot(now) })),
+      deployments.map((deployment) => ({
+        model,
+        deployment: deployment.config.id,
+        provider: deployment.provider.id,
+        ...deployment.breaker.snapshot(now),
+      })),
     );
   }
 
-  async #attempt<T>(request: ChatRequest, signal: AbortSignal, call: (deployment: Deployment) => Promise<T>): Promise<Attempted<T>> {
+  async #attempt<T>(
+    request: ChatRequest,
+    signal: AbortSignal,
+    call: (deployment: Deployment) => Promise<T>,
+  ): Promise<Attempted<T>> {
     const candidates = this.#candidates(request.model);
     let lastError: ProviderError | undefined;
     let attempts = 0;
-    for (let index = 0; attempts < this.#routing.maxAttempts && index < candidates.length * this.#routing.maxAttempts; index++) {
+    for (
+      let index = 0;
+      attempts < this.#routing.maxAttempts && index < candidates.length * this.#routing.maxAttempts;
+      index++
+    ) {
       const deployment = candidates[index % candidates.length]!;
       if (!deployment.breaker.allow(this.#clock())) continue;
       if (attempts > 0) await this.#backoff(attempts, lastError, signal);
@@ -108,28 +148,52 @@ export class Router {
       try {
         const result = await call(deployment);
         deployment.breaker.success(performance.now() - startedAt);
-        return { result, deployment: deployment.config.id, provider: deployment.provider.id, attempts, upstreamStartedAt: startedAt };
+        return {
+          result,
+          deployment: deployment.config.id,
+          provider: deployment.provider.id,
+          attempts,
+          upstreamStartedAt: startedAt,
+        };
       } catch (error) {
-        const failure = error instanceof ProviderError ? error : new ProviderError('protocol', (error as Error).message, { cause: error });
+        const failure =
+          error instanceof ProviderError
+            ? error
+            : new ProviderError('protocol', (error as Error).message, { cause: error });
         if (failure.failure === 'aborted' || signal.aborted) {
           deployment.breaker.release();
           throw new GatewayError('internal_error', 'request cancelled by the client', { cause: failure });
         }
-        this.#events?.upstreamError(deployment.config.id, deployment.provider.id, failure.status ? String(failure.status) : failure.failure);
+        this.#events?.upstreamError(
+          deployment.config.id,
+          deployment.provider.id,
+          failure.status ? String(failure.status) : failure.failure,
+        );
         if (failure.clientFault) {
           deployment.breaker.success(performance.now() - startedAt);
-          throw new GatewayError('invalid_request', `the model rejected the request: ${failure.message}`, { cause: failure });
+          throw new GatewayError('invalid_request', `the model rejected the request: ${failure.message}`, {
+            cause: failure,
+          });
         }
         // A short Retry-After is waited out by the backoff below; a longer one keeps everyone away meanwhile.
-        const longWait = failure.retryAfterMs !== undefined && failure.retryAfterMs > this.#routing.retryMaxMs;
+        const longWait =
+          failure.retryAfterMs !== undefined && failure.retryAfterMs > this.#routing.retryMaxMs;
         deployment.breaker.failure(this.#clock(), longWait ? failure.retryAfterMs : undefined);
         lastError = failure;
       }
     }
-    const last = lastError ? (lastError.status ? `upstream status ${lastError.status}` : lastError.failure) : 'no deployment available';
-    throw new GatewayError('provider_error', `${request.model} is unavailable: every deployment failed (last: ${last}); retry or switch model`, {
-      cause: lastError,
-    });
+    const last = lastError
+      ? lastError.status
+        ? `upstream status ${lastError.status}`
+        : lastError.failure
+      : 'no deployment available';
+    throw new GatewayError(
+      'provider_error',
+      `${request.model} is unavailable: every deployment failed (last: ${last}); retry or switch model`,
+      {
+        cause: lastError,
+      },
+    );
   }
 
   /** The model's deployments in weighted-random order, then each fallback model's. */

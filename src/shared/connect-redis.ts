@@ -19,7 +19,12 @@ export interface RedisBackends {
  * Commands fail fast while Redis is away (no offline queue) and the clients reconnect on their own.
  * The bus owns both connections: closing it closes them.
  */
-export function connectRedis(url: string, policy: LimiterFailurePolicy, logger: Logger, keyPrefix = 'tg'): RedisBackends {
+export function connectRedis(
+  url: string,
+  policy: LimiterFailurePolicy,
+  logger: Logger,
+  keyPrefix = 'tg',
+): RedisBackends {
   let lastWarning = 0;
   const warn = (error: Error): void => {
     if (Date.now() - lastWarning < 10_000) return;
@@ -27,7 +32,12 @@ export function connectRedis(url: string, policy: LimiterFailurePolicy, logger: 
     logger.warn({ err: error }, 'Redis connection problem');
   };
   const retryStrategy = (times: number): number => Math.min(100 * times, 2_000);
-  const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 1_000, retryStrategy });
+  const client = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: 1_000,
+    retryStrategy,
+  });
   const subscriber = new Redis(url, { maxRetriesPerRequest: null, retryStrategy });
   client.on('error', warn);
   subscriber.on('error', warn);

@@ -31,7 +31,16 @@ export class GatewayError extends Error {
   readonly retryAfterMs: number | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, message: string, options: { cause?: unknown; retryAfterMs?: number; status?: number; headers?: Record<string, string> } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: {
+      cause?: unknown;
+      retryAfterMs?: number;
+      status?: number;
+      headers?: Record<string, string>;
+    } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.status = options.status ?? ERROR_CODES[code].status;

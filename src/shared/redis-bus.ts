@@ -6,12 +6,19 @@ import type { Bus, InvalidationMessage } from './bus.ts';
  * Invalidations over Redis pub/sub: a publish reaches this instance at once and every other within
  * the network round trip. Subscribing needs a connection of its own.
  */
-export function createRedisBus(publisher: Redis, subscriber: Redis, logger: Logger, channel = 'tollgate:invalidate'): Bus {
+export function createRedisBus(
+  publisher: Redis,
+  subscriber: Redis,
+  logger: Logger,
+  channel = 'tollgate:invalidate',
+): Bus {
   const handlers: ((message: InvalidationMessage) => void)[] = [];
   const deliver = (message: InvalidationMessage): void => {
     for (const handler of handlers) handler(message);
   };
-  void subscriber.subscribe(channel).catch((error: unknown) => logger.error({ err: error }, 'cannot subscribe to invalidations'));
+  void subscriber
+    .subscribe(channel)
+    .catch((error: unknown) => logger.error({ err: error }, 'cannot subscribe to invalidations'));
   subscriber.on('message', (from: string, text: string) => {
     if (from !== channel) return;
     try {

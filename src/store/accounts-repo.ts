@@ -80,7 +80,16 @@ export class AccountsRepo {
     await this.#db.run(
       `INSERT INTO accounts (id, email, password_hash, email_verified, status, plan, plan_expires_at, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [account.id, account.email, account.passwordHash, account.emailVerified ? 1 : 0, account.status, account.plan, account.planExpiresAt, account.createdAt],
+      [
+        account.id,
+        account.email,
+        account.passwordHash,
+        account.emailVerified ? 1 : 0,
+        account.status,
+        account.plan,
+        account.planExpiresAt,
+        account.createdAt,
+      ],
     );
   }
 
@@ -95,13 +104,20 @@ export class AccountsRepo {
   }
 
   /** A page of accounts, newest first, optionally those whose e-mail contains `search`. */
-  async list(search: string, limit: number, offset: number): Promise<{ accounts: AccountRecord[]; total: number }> {
+  async list(
+    search: string,
+    limit: number,
+    offset: number,
+  ): Promise<{ accounts: AccountRecord[]; total: number }> {
     const pattern = `%${search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     const rows = await this.#db.all<AccountRow>(
       `SELECT * FROM accounts WHERE email LIKE $1 ESCAPE '\\' ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`,
       [pattern, limit, offset],
     );
-    const count = await this.#db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM accounts WHERE email LIKE $1 ESCAPE '\\'`, [pattern]);
+    const count = await this.#db.get<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM accounts WHERE email LIKE $1 ESCAPE '\\'`,
+      [pattern],
+    );
     return { accounts: rows.map(toAccount), total: Number(count?.n ?? 0) };
   }
 
@@ -110,7 +126,13 @@ export class AccountsRepo {
   }
 
   async setPlan(id: string, plan: PlanId, expiresAt: number | null): Promise<boolean> {
-    return (await this.#db.run('UPDATE accounts SET plan = $2, plan_expires_at = $3 WHERE id = $1', [id, plan, expiresAt])) === 1;
+    return (
+      (await this.#db.run('UPDATE accounts SET plan = $2, plan_expires_at = $3 WHERE id = $1', [
+        id,
+        plan,
+        expiresAt,
+      ])) === 1
+    );
   }
 
   async setLimits(id: string, limits: LimitOverrides): Promise<boolean> {
@@ -123,7 +145,12 @@ export class AccountsRepo {
     const set = columns.filter(([, value]) => value !== undefined);
     if (set.length === 0) return (await this.byId(id)) !== undefined;
     const assignments = set.map(([column], index) => `${column} = $${index + 2}`).join(', ');
-    return (await this.#db.run(`UPDATE accounts SET ${assignments} WHERE id = $1`, [id, ...set.map(([, v]) => v ?? null)])) === 1;
+    return (
+      (await this.#db.run(`UPDATE accounts SET ${assignments} WHERE id = $1`, [
+        id,
+        ...set.map(([, v]) => v ?? null),
+      ])) === 1
+    );
   }
 
   async markVerified(id: string): Promise<void> {
@@ -131,11 +158,18 @@ export class AccountsRepo {
   }
 
   async insertEmailToken(tokenHash: string, accountId: string, expiresAt: number): Promise<void> {
-    await this.#db.run('INSERT INTO email_tokens (token_hash, account_id, expires_at) VALUES ($1, $2, $3)', [tokenHash, accountId, expiresAt]);
+    await this.#db.run('INSERT INTO email_tokens (token_hash, account_id, expires_at) VALUES ($1, $2, $3)', [
+      tokenHash,
+      accountId,
+      expiresAt,
+    ]);
   }
 
   /** Uses a verification token once: the account id, or why it cannot be used. */
-  async consumeEmailToken(tokenHash: string, now: number): Promise<{ accountId: string } | 'unknown' | 'used' | 'expired'> {
+  async consumeEmailToken(
+    tokenHash: string,
+    now: number,
+  ): Promise<{ accountId: string } | 'unknown' | 'used' | 'expired'> {
     const row = await this.#db.get<{ account_id: string; expires_at: number; used_at: number | null }>(
       'SELECT account_id, expires_at, used_at FROM email_tokens WHERE token_hash = $1',
       [tokenHash],
@@ -143,7 +177,10 @@ export class AccountsRepo {
     if (!row) return 'unknown';
     if (row.used_at !== null) return 'used';
     if (row.expires_at <= now) return 'expired';
-    const changed = await this.#db.run('UPDATE email_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL', [tokenHash, now]);
+    const changed = await this.#db.run(
+      'UPDATE email_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL',
+      [tokenHash, now],
+    );
     return changed === 1 ? { accountId: row.account_id } : 'used';
   }
 
@@ -151,12 +188,23 @@ export class AccountsRepo {
     await this.#db.run(
       `INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, allowed_ips, status, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [key.id, key.accountId, key.name, key.prefix, key.secretHash, key.allowedIps && JSON.stringify(key.allowedIps), key.status, key.createdAt],
+      [
+        key.id,
+        key.accountId,
+        key.name,
+        key.prefix,
+        key.secretHash,
+        key.allowedIps && JSON.stringify(key.allowedIps),
+        key.status,
+        key.createdAt,
+      ],
     );
   }
 
   /** The key with this secret hash and its account, in one round trip. */
-  async keyWithAccount(secretHash: string): Promise<{ key: ApiKeyRecord; account: AccountRecord } | undefined> {
+  async keyWithAccount(
+    secretHash: string,
+  ): Promise<{ key: ApiKeyRecord; account: AccountRecord } | undefined> {
     const row = await this.#db.get<KeyRow & { [K in keyof AccountRow as `a_${K}`]: AccountRow[K] }>(
       `SELECT k.*, a.id AS a_id, a.email AS a_email, a.password_hash AS a_password_hash, a.email_verified AS a_email_verified,
               a.status AS a_status, a.plan AS a_plan, a.plan_expires_at AS a_plan_expires_at, a.rpm_limit AS a_rpm_limit,
@@ -188,20 +236,33 @@ export class AccountsRepo {
   }
 
   async keysOf(accountId: string): Promise<ApiKeyRecord[]> {
-    const rows = await this.#db.all<KeyRow>('SELECT * FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [accountId]);
+    const rows = await this.#db.all<KeyRow>(
+      'SELECT * FROM api_keys WHERE account_id = $1 ORDER BY created_at, id',
+      [accountId],
+    );
     return rows.map(toKey);
   }
 
   async keyOf(accountId: string, keyId: string): Promise<ApiKeyRecord | undefined> {
-    const row = await this.#db.get<KeyRow>('SELECT * FROM api_keys WHERE account_id = $1 AND id = $2', [accountId, keyId]);
+    const row = await this.#db.get<KeyRow>('SELECT * FROM api_keys WHERE account_id = $1 AND id = $2', [
+      accountId,
+      keyId,
+    ]);
     return row && toKey(row);
   }
 
   async revokeKey(keyId: string, now: number): Promise<void> {
-    await this.#db.run(`UPDATE api_keys SET status = 'revoked', revoked_at = $2 WHERE id = $1 AND status = 'active'`, [keyId, now]);
+    await this.#db.run(
+      `UPDATE api_keys SET status = 'revoked', revoked_at = $2 WHERE id = $1 AND status = 'active'`,
+      [keyId, now],
+    );
   }
 
   async replaceKeySecret(keyId: string, secretHash: string, prefix: string): Promise<void> {
-    await this.#db.run('UPDATE api_keys SET secret_hash = $2, prefix = $3 WHERE id = $1', [keyId, secretHash, prefix]);
+    await this.#db.run('UPDATE api_keys SET secret_hash = $2, prefix = $3 WHERE id = $1', [
+      keyId,
+      secretHash,
+      prefix,
+    ]);
   }
 }

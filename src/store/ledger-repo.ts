@@ -49,7 +49,16 @@ export class LedgerRepo {
     await this.#db.run(
       `INSERT INTO credit_grants (id, account_id, kind, amount_micros, remaining_micros, expires_at, created_at, source)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [grant.id, grant.accountId, grant.kind, grant.amountMicros, grant.remainingMicros, grant.expiresAt, grant.createdAt, grant.source],
+      [
+        grant.id,
+        grant.accountId,
+        grant.kind,
+        grant.amountMicros,
+        grant.remainingMicros,
+        grant.expiresAt,
+        grant.createdAt,
+        grant.source,
+      ],
     );
   }
 
@@ -63,7 +72,12 @@ export class LedgerRepo {
   }
 
   async balance(accountId: string, now: number): Promise<Balance> {
-    const row = await this.#db.get<{ credit: number | null; held: number; debt: number; credit_limit: number }>(
+    const row = await this.#db.get<{
+      credit: number | null;
+      held: number;
+      debt: number;
+      credit_limit: number;
+    }>(
       `SELECT (SELECT CAST(SUM(remaining_micros) AS BIGINT) FROM credit_grants WHERE account_id = $1 AND expires_at > $2) AS credit,
               held_micros AS held, debt_micros AS debt, credit_limit_micros AS credit_limit
        FROM accounts WHERE id = $1`,
@@ -73,14 +87,26 @@ export class LedgerRepo {
     const heldMicros = row?.held ?? 0;
     const debtMicros = row?.debt ?? 0;
     const creditLimitMicros = row?.credit_limit ?? 0;
-    return { creditMicros, heldMicros, debtMicros, creditLimitMicros, availableMicros: creditMicros - heldMicros - debtMicros + creditLimitMicros };
+    return {
+      creditMicros,
+      heldMicros,
+      debtMicros,
+      creditLimitMicros,
+      availableMicros: creditMicros - heldMicros - debtMicros + creditLimitMicros,
+    };
   }
 
   /**
    * Reserves `amountMicros` for a request if the account can still afford it; false (and nothing taken) if not.
    * The account row is locked first, so concurrent holds see each other and never exceed the balance.
    */
-  async hold(requestId: string, accountId: string, amountMicros: number, now: number, expiresAt: number): Promise<boolean> {
+  async hold(
+    requestId: string,
+    accountId: string,
+    amountMicros: number,
+    now: number,
+    expiresAt: number,
+  ): Promise<boolean> {
     return this.#db.transaction(async (tx) => {
       const account = await tx.get<{ held: number; debt: number; credit_limit: number }>(
         `SELECT held_micros AS held, debt_micros AS debt, credit_limit_micros AS credit_limit FROM accounts WHERE id = $1 ${tx.forUpdate}`,
@@ -93,7 +119,10 @@ export class LedgerRepo {
       );
       const available = Number(credit?.s ?? 0) - account.held - account.debt + account.credit_limit;
       if (available < amountMicros || available <= 0) return false;
-      await tx.run('UPDATE accounts SET held_micros = held_micros + $2 WHERE id = $1', [accountId, amountMicros]);
+      await tx.run('UPDATE accounts SET held_micros = held_micros + $2 WHERE id = $1', [
+        accountId,
+        amountMicros,
+      ]);
       await tx.run(
         'INSERT INTO holds (request_id, account_id, amount_micros, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
         [requestId, accountId, amountMicros, now, expiresAt],
@@ -109,7 +138,9 @@ export class LedgerRepo {
   async settle(settlements: readonly Settlement[]): Promise<void> {
     if (settlements.length === 0) return;
     // One lock order (by account) for every batch, so concurrent batches on PostgreSQL cannot deadlock.
-    const ordered = [...settlements].sort((a, b) => (a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0));
+    const ordered = [...settlements].sort((a, b) =>
+      a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0,
+    );
     await this.#db.transaction(async (tx) => {
       for (const settlement of ordered) await settleOne(tx, settlement);
     });
@@ -128,7 +159,9 @@ export class LedgerRepo {
   }
 
   async openHolds(accountId: string): Promise<number> {
-    const row = await this.#db.get<{ n: number }>('SELECT COUNT(*) AS n FROM holds WHERE account_id = $1', [accountId]);
+    const row = await this.#db.get<{ n: number }>('SELECT COUNT(*) AS n FROM holds WHERE account_id = $1', [
+      accountId,
+    ]);
     return Number(row?.n ?? 0);
   }
 }
@@ -140,7 +173,10 @@ async function releaseHold(tx: Db, requestId: string): Promise<number> {
     [requestId],
   );
   if (!hold) return 0;
-  await tx.run('UPDATE accounts SET held_micros = held_micros - $2 WHERE id = $1', [hold.account_id, hold.amount_micros]);
+  await tx.run('UPDATE accounts SET held_micros = held_micros - $2 WHERE id = $1', [
+    hold.account_id,
+    hold.amount_micros,
+  ]);
   return hold.amount_micros;
 }
 
@@ -150,14 +186,30 @@ async function settleOne(tx: Db, s: Settlement): Promise<void> {
     `INSERT INTO usage_records (request_id, account_id, key_id, model, deployment, prompt_tokens, completion_tokens, estimated,
        cost_micros, status, latency_ms, ttft_ms, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (request_id) DO NOTHING`,
-    [s.requestId, s.accountId, s.keyId, s.model, s.deployment, s.promptTokens, s.completionTokens, s.estimated ? 1 : 0,
-      s.costMicros, s.status, Math.round(s.latencyMs), s.ttftMs === null ? null : Math.round(s.ttftMs), s.createdAt],
+    [
+      s.requestId,
+      s.accountId,
+      s.keyId,
+      s.model,
+      s.deployment,
+      s.promptTokens,
+      s.completionTokens,
+      s.estimated ? 1 : 0,
+      s.costMicros,
+      s.status,
+      Math.round(s.latencyMs),
+      s.ttftMs === null ? null : Math.round(s.ttftMs),
+      s.createdAt,
+    ],
   );
   if (inserted === 0) return;
   await releaseHold(tx, s.requestId);
   const uncollected = s.costMicros > 0 ? await charge(tx, s.accountId, s.costMicros, s.createdAt) : 0;
   if (uncollected > 0) {
-    await tx.run('UPDATE usage_records SET uncollected_micros = $2 WHERE request_id = $1', [s.requestId, uncollected]);
+    await tx.run('UPDATE usage_records SET uncollected_micros = $2 WHERE request_id = $1', [
+      s.requestId,
+      uncollected,
+    ]);
   }
   await tx.run(
     `INSERT INTO usage_daily (day, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros)
@@ -166,7 +218,15 @@ async function settleOne(tx: Db, s: Settlement): Promise<void> {
        prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
        completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
        cost_micros = usage_daily.cost_micros + excluded.cost_micros`,
-    [utcDay(s.createdAt), s.accountId, s.keyId, s.model, s.promptTokens, s.completionTokens, s.costMicros - uncollected],
+    [
+      utcDay(s.createdAt),
+      s.accountId,
+      s.keyId,
+      s.model,
+      s.promptTokens,
+      s.completionTokens,
+      s.costMicros - uncollected,
+    ],
   );
   if (s.status === 'ok') {
     await tx.run(
@@ -190,10 +250,16 @@ async function charge(tx: Db, accountId: string, costMicros: number, now: number
   for (const grant of grants) {
     if (due === 0) break;
     const take = Math.min(due, grant.remaining_micros);
-    await tx.run('UPDATE credit_grants SET remaining_micros = remaining_micros - $2 WHERE id = $1', [grant.id, take]);
+    await tx.run('UPDATE credit_grants SET remaining_micros = remaining_micros - $2 WHERE id = $1', [
+      grant.id,
+      take,
+    ]);
     due -= take;
   }
   if (due === 0) return 0;
-  const postpaid = await tx.run('UPDATE accounts SET debt_micros = debt_micros + $2 WHERE id = $1 AND credit_limit_micros > 0', [accountId, due]);
+  const postpaid = await tx.run(
+    'UPDATE accounts SET debt_micros = debt_micros + $2 WHERE id = $1 AND credit_limit_micros > 0',
+    [accountId, due],
+  );
   return postpaid === 1 ? 0 : due;
 }

@@ -7,7 +7,9 @@ const MIGRATION_LOCK = 7_301_846;
 
 /** Applies, in order and once each, the versioned migration files not yet recorded; returns their names. */
 export async function migrate(db: Db, now: number = Date.now()): Promise<string[]> {
-  await db.run('CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)');
+  await db.run(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)',
+  );
   const files = readdirSync(MIGRATIONS_DIR)
     .filter((name) => name.endsWith('.sql'))
     .sort();

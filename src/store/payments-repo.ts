@@ -43,8 +43,19 @@ export class PaymentsRepo {
     await this.#db.run(
       `INSERT INTO orders (id, account_id, kind, plan, amount_micros, currency, status, reason, provider, provider_ref, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-      [order.id, order.accountId, order.kind, order.plan, order.amountMicros, order.currency, order.status, order.reason,
-        order.provider, order.providerRef, order.createdAt],
+      [
+        order.id,
+        order.accountId,
+        order.kind,
+        order.plan,
+        order.amountMicros,
+        order.currency,
+        order.status,
+        order.reason,
+        order.provider,
+        order.providerRef,
+        order.createdAt,
+      ],
     );
   }
 
@@ -54,7 +65,10 @@ export class PaymentsRepo {
   }
 
   async ordersOf(accountId: string): Promise<OrderRecord[]> {
-    const rows = await this.#db.all<OrderRow>('SELECT * FROM orders WHERE account_id = $1 ORDER BY created_at DESC, id', [accountId]);
+    const rows = await this.#db.all<OrderRow>(
+      'SELECT * FROM orders WHERE account_id = $1 ORDER BY created_at DESC, id',
+      [accountId],
+    );
     return rows.map(toOrder);
   }
 
@@ -63,7 +77,12 @@ export class PaymentsRepo {
   }
 
   /** Moves a pending order to paid or failed; false if it was not pending (so it is applied at most once). */
-  async complete(id: string, status: 'paid' | 'failed', reason: string | null, now: number): Promise<boolean> {
+  async complete(
+    id: string,
+    status: 'paid' | 'failed',
+    reason: string | null,
+    now: number,
+  ): Promise<boolean> {
     const changed = await this.#db.run(
       `UPDATE orders SET status = $2, reason = $3, completed_at = $4 WHERE id = $1 AND status = 'pending'`,
       [id, status, reason, now],

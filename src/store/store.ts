@@ -40,7 +40,10 @@ export function createStore(db: Db): Store {
 /** Opens the database a `DATABASE_URL` names: `sqlite:<path>` (or a bare path) or `postgres://…`. */
 export function openDb(databaseUrl: string, options: { schema?: string } = {}): Db {
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    return createPostgresDb({ connectionString: databaseUrl, ...(options.schema ? { schema: options.schema } : {}) });
+    return createPostgresDb({
+      connectionString: databaseUrl,
+      ...(options.schema ? { schema: options.schema } : {}),
+    });
   }
   const path = databaseUrl.replace(/^sqlite:(\/\/)?/, '');
   return createSqliteDb(path === '' ? ':memory:' : path);

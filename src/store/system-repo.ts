@@ -14,7 +14,10 @@ export class SystemRepo {
 
   /** Stores a setting unless one exists; resolves to whichever value is now stored. */
   async settingOnce(name: string, value: string): Promise<string> {
-    await this.#db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, value]);
+    await this.#db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+      name,
+      value,
+    ]);
     return (await this.setting(name)) ?? value;
   }
 
@@ -27,7 +30,10 @@ export class SystemRepo {
 
   /** Takes or renews the named lease for `owner` until `until`; false while another owner holds it. */
   async acquireLease(name: string, owner: string, now: number, until: number): Promise<boolean> {
-    await this.#db.run('INSERT INTO leases (name, owner, until_at) VALUES ($1, $2, 0) ON CONFLICT (name) DO NOTHING', [name, owner]);
+    await this.#db.run(
+      'INSERT INTO leases (name, owner, until_at) VALUES ($1, $2, 0) ON CONFLICT (name) DO NOTHING',
+      [name, owner],
+    );
     const changed = await this.#db.run(
       'UPDATE leases SET owner = $2, until_at = $4 WHERE name = $1 AND (owner = $2 OR until_at <= $3)',
       [name, owner, now, until],

@@ -33,7 +33,13 @@ export class UsageRepo {
   /** The account's usage between two UTC days (inclusive), from the rollup. */
   async summary(accountId: string, fromDay: string, toDay: string, groupBy: UsageGroup): Promise<UsageRow[]> {
     const column = GROUP_COLUMN[groupBy];
-    const rows = await this.#db.all<{ g: string; requests: number; prompt: number; completion: number; cost: number }>(
+    const rows = await this.#db.all<{
+      g: string;
+      requests: number;
+      prompt: number;
+      completion: number;
+      cost: number;
+    }>(
       `SELECT ${column} AS g, CAST(SUM(requests) AS BIGINT) AS requests, CAST(SUM(prompt_tokens) AS BIGINT) AS prompt,
               CAST(SUM(completion_tokens) AS BIGINT) AS completion, CAST(SUM(cost_micros) AS BIGINT) AS cost
        FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day <= $3 GROUP BY ${column} ORDER BY ${column}`,
@@ -69,7 +75,13 @@ export class UsageRepo {
   /** The spec's statistics, from indexed columns and one day of rollup: independent of how many records exist. */
   async stats(now: number, paidPlans: readonly string[]): Promise<StatsCounts> {
     const placeholders = paidPlans.map((_, index) => `$${index + 4}`).join(', ') || 'NULL';
-    const users = await this.#db.get<{ total: number; verified: number; a7: number; a30: number; paid: number }>(
+    const users = await this.#db.get<{
+      total: number;
+      verified: number;
+      a7: number;
+      a30: number;
+      paid: number;
+    }>(
       `SELECT COUNT(*) AS total,
               COALESCE(SUM(CASE WHEN email_verified = 1 THEN 1 ELSE 0 END), 0) AS verified,
               COALESCE(SUM(CASE WHEN last_active_at >= $1 THEN 1 ELSE 0 END), 0) AS a7,
@@ -104,7 +116,9 @@ export class UsageRepo {
 
   async recordCount(accountId?: string): Promise<number> {
     const row = accountId
-      ? await this.#db.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_records WHERE account_id = $1', [accountId])
+      ? await this.#db.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_records WHERE account_id = $1', [
+          accountId,
+        ])
       : await this.#db.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_records');
     return Number(row?.n ?? 0);
   }

@@ -80,7 +80,16 @@ export class WebhooksRepo {
     await this.#db.run(
       `INSERT INTO webhook_events (id, account_id, event_type, payload, status, attempts, next_attempt_at, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [event.id, event.accountId, event.eventType, event.payload, event.status, event.attempts, event.nextAttemptAt, event.createdAt],
+      [
+        event.id,
+        event.accountId,
+        event.eventType,
+        event.payload,
+        event.status,
+        event.attempts,
+        event.nextAttemptAt,
+        event.createdAt,
+      ],
     );
   }
 
@@ -114,13 +123,25 @@ export class WebhooksRepo {
     return row?.t ?? undefined;
   }
 
-  async recordAttempt(delivery: WebhookDelivery, outcome: { status: WebhookEvent['status']; nextAttemptAt: number; now: number }): Promise<void> {
+  async recordAttempt(
+    delivery: WebhookDelivery,
+    outcome: { status: WebhookEvent['status']; nextAttemptAt: number; now: number },
+  ): Promise<void> {
     await this.#db.transaction(async (tx) => {
       await tx.run(
         `INSERT INTO webhook_deliveries (id, event_id, account_id, attempt, url, status_code, error, latency_ms, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [delivery.id, delivery.eventId, delivery.accountId, delivery.attempt, delivery.url, delivery.statusCode, delivery.error,
-          Math.round(delivery.latencyMs), delivery.createdAt],
+        [
+          delivery.id,
+          delivery.eventId,
+          delivery.accountId,
+          delivery.attempt,
+          delivery.url,
+          delivery.statusCode,
+          delivery.error,
+          Math.round(delivery.latencyMs),
+          delivery.createdAt,
+        ],
       );
       await tx.run(
         `UPDATE webhook_events SET attempts = $2, status = $3, next_attempt_at = $4, lease_until = 0,
@@ -140,12 +161,18 @@ export class WebhooksRepo {
   }
 
   async delivery(accountId: string, id: string): Promise<WebhookDelivery | undefined> {
-    const row = await this.#db.get<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE account_id = $1 AND id = $2', [accountId, id]);
+    const row = await this.#db.get<DeliveryRow>(
+      'SELECT * FROM webhook_deliveries WHERE account_id = $1 AND id = $2',
+      [accountId, id],
+    );
     return row && toDelivery(row);
   }
 
   async eventsOf(accountId: string): Promise<WebhookEvent[]> {
-    const rows = await this.#db.all<EventRow>('SELECT * FROM webhook_events WHERE account_id = $1 ORDER BY created_at', [accountId]);
+    const rows = await this.#db.all<EventRow>(
+      'SELECT * FROM webhook_events WHERE account_id = $1 ORDER BY created_at',
+      [accountId],
+    );
     return rows.map(toEvent);
   }
 

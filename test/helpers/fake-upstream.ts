@@ -79,11 +79,17 @@ export async function startFakeUpstream(flavour: 'openai' | 'anthropic'): Promis
   };
 }
 
-function fail(behaviour: Behaviour, response: ServerResponse, errorBody: (status: number, message: string) => unknown): boolean {
+function fail(
+  behaviour: Behaviour,
+  response: ServerResponse,
+  errorBody: (status: number, message: string) => unknown,
+): boolean {
   switch (behaviour.kind) {
     case 'status':
       response.writeHead(behaviour.status, { 'content-type': 'application/json', ...behaviour.headers });
-      response.end(JSON.stringify(errorBody(behaviour.status, behaviour.message ?? `fake error ${behaviour.status}`)));
+      response.end(
+        JSON.stringify(errorBody(behaviour.status, behaviour.message ?? `fake error ${behaviour.status}`)),
+      );
       return true;
     case 'hang':
       return true;
@@ -100,7 +106,11 @@ function fail(behaviour: Behaviour, response: ServerResponse, errorBody: (status
 }
 
 const sse = (response: ServerResponse): void => {
-  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  response.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
 };
 
 function pieces(behaviour: Behaviour): string[] {
@@ -109,7 +119,12 @@ function pieces(behaviour: Behaviour): string[] {
   return WORDS;
 }
 
-async function drip(items: string[], write: (item: string, index: number) => void, behaviour: Behaviour, response: ServerResponse): Promise<boolean> {
+async function drip(
+  items: string[],
+  write: (item: string, index: number) => void,
+  behaviour: Behaviour,
+  response: ServerResponse,
+): Promise<boolean> {
   for (const [index, item] of items.entries()) {
     if (behaviour.kind === 'cut' && index === behaviour.after) {
       response.socket?.destroy();
@@ -119,35 +134,64 @@ async function drip(items: string[], write: (item: string, index: number) => voi
     write(item, index);
     // A cut stream is paced so that its first chunks really leave before the connection drops.
     if (behaviour.kind === 'slow' || behaviour.kind === 'cut') {
-      await new Promise((resolve) => setTimeout(resolve, behaviour.kind === 'slow' ? behaviour.intervalMs : 5));
+      await new Promise((resolve) =>
+        setTimeout(resolve, behaviour.kind === 'slow' ? behaviour.intervalMs : 5),
+      );
     }
   }
   return true;
 }
 
 function serveOpenAI(behaviour: Behaviour, body: any, response: ServerResponse): void {
-  if (fail(behaviour, response, (status, message) => ({ error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: null } }))) return;
+  if (
+    fail(behaviour, response, (status, message) => ({
+      error: {
+        message,
+        type: status >= 500 ? 'server_error' : 'invalid_request_error',
+        param: null,
+        code: null,
+      },
+    }))
+  )
+    return;
   const id = 'chatcmpl-fake123';
   const created = 1_700_000_000;
   const model = body.model;
   const toolCall = behaviour.kind === 'ok' ? behaviour.toolCall : undefined;
   const items = pieces(behaviour);
   const text = items.join('');
-  const usage = { prompt_tokens: 11, completion_tokens: toolCall ? 7 : items.length, total_tokens: 11 + (toolCall ? 7 : items.length) };
+  const usage = {
+    prompt_tokens: 11,
+    completion_tokens: toolCall ? 7 : items.length,
+    total_tokens: 11 + (toolCall ? 7 : items.length),
+  };
   if (!body.stream) {
     response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(JSON.stringify({
-      id, object: 'chat.completion', created, model, system_fingerprint: 'fp_fake',
-      choices: [{
-        index: 0,
-        message: toolCall
-          ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_fake1', type: 'function', function: toolCall }], refusal: null }
-          : { role: 'assistant', content: text, refusal: null },
-        logprobs: null,
-        finish_reason: toolCall ? 'tool_calls' : 'stop',
-      }],
-      usage,
-    }));
+    response.end(
+      JSON.stringify({
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        system_fingerprint: 'fp_fake',
+        choices: [
+          {
+            index: 0,
+            message: toolCall
+              ? {
+                  role: 'assistant',
+                  content: null,
+                  tool_calls: [{ id: 'call_fake1', type: 'function', function: toolCall }],
+                  refusal: null,
+                }
+              : { role: 'assistant', content: text, refusal: null },
+            logprobs: null,
+            finish_reason: toolCall ? 'tool_calls' : 'stop',
+          },
+        ],
+        usage,
+      }),
+    );
     return;
   }
   const includeUsage = body.stream_options?.include_usage === true;
@@ -155,50 +199,128 @@ function serveOpenAI(behaviour: Behaviour, body: any, response: ServerResponse):
     `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_fake', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...(includeUsage ? { usage: null } : {}) })}\n\n`;
   sse(response);
   response.write(chunk({ role: 'assistant', content: '', refusal: null }, null));
-  void drip(items, (item) => response.write(chunk({ content: item }, null)), behaviour, response).then((complete) => {
-    if (!complete) return;
-    response.write(chunk({}, 'stop'));
-    if (includeUsage) response.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`);
-    response.end('data: [DONE]\n\n');
-  });
+  void drip(items, (item) => response.write(chunk({ content: item }, null)), behaviour, response).then(
+    (complete) => {
+      if (!complete) return;
+      response.write(chunk({}, 'stop'));
+      if (includeUsage)
+        response.write(
+          `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`,
+        );
+      response.end('data: [DONE]\n\n');
+    },
+  );
 }
 
 function serveAnthropic(behaviour: Behaviour, body: any, response: ServerResponse): void {
-  const errorType = (status: number): string => ({ 400: 'invalid_request_error', 401: 'authentication_error', 429: 'rate_limit_error', 529: 'overloaded_error' })[status] ?? 'api_error';
-  if (fail(behaviour, response, (status, message) => ({ type: 'error', error: { type: errorType(status), message } }))) return;
+  const errorType = (status: number): string =>
+    ({
+      400: 'invalid_request_error',
+      401: 'authentication_error',
+      429: 'rate_limit_error',
+      529: 'overloaded_error',
+    })[status] ?? 'api_error';
+  if (
+    fail(behaviour, response, (status, message) => ({
+      type: 'error',
+      error: { type: errorType(status), message },
+    }))
+  )
+    return;
   const id = 'msg_fake01';
   const toolCall = behaviour.kind === 'ok' ? behaviour.toolCall : undefined;
   const items = pieces(behaviour);
-  const usage = { input_tokens: 21, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: toolCall ? 9 : items.length };
+  const usage = {
+    input_tokens: 21,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    output_tokens: toolCall ? 9 : items.length,
+  };
   if (!body.stream) {
     response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(JSON.stringify({
-      id, type: 'message', role: 'assistant', model: body.model,
-      content: toolCall ? [{ type: 'tool_use', id: 'toolu_fake1', name: toolCall.name, input: JSON.parse(toolCall.arguments) }] : [{ type: 'text', text: items.join('') }],
-      stop_reason: toolCall ? 'tool_use' : 'end_turn', stop_sequence: null, usage,
-    }));
+    response.end(
+      JSON.stringify({
+        id,
+        type: 'message',
+        role: 'assistant',
+        model: body.model,
+        content: toolCall
+          ? [
+              {
+                type: 'tool_use',
+                id: 'toolu_fake1',
+                name: toolCall.name,
+                input: JSON.parse(toolCall.arguments),
+              },
+            ]
+          : [{ type: 'text', text: items.join('') }],
+        stop_reason: toolCall ? 'tool_use' : 'end_turn',
+        stop_sequence: null,
+        usage,
+      }),
+    );
     return;
   }
-  const event = (name: string, data: object): string => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
+  const event = (name: string, data: object): string =>
+    `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
   sse(response);
-  response.write(event('message_start', {
-    message: { id, type: 'message', role: 'assistant', content: [], model: body.model, stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } },
-  }));
+  response.write(
+    event('message_start', {
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        content: [],
+        model: body.model,
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { ...usage, output_tokens: 1 },
+      },
+    }),
+  );
   if (toolCall) {
-    response.write(event('content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_fake1', name: toolCall.name, input: {} } }));
-    response.write(event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: '' } }));
-    response.write(event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: toolCall.arguments } }));
+    response.write(
+      event('content_block_start', {
+        index: 0,
+        content_block: { type: 'tool_use', id: 'toolu_fake1', name: toolCall.name, input: {} },
+      }),
+    );
+    response.write(
+      event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: '' } }),
+    );
+    response.write(
+      event('content_block_delta', {
+        index: 0,
+        delta: { type: 'input_json_delta', partial_json: toolCall.arguments },
+      }),
+    );
     response.write(event('content_block_stop', { index: 0 }));
-    response.write(event('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: usage.output_tokens } }));
+    response.write(
+      event('message_delta', {
+        delta: { stop_reason: 'tool_use', stop_sequence: null },
+        usage: { output_tokens: usage.output_tokens },
+      }),
+    );
     response.end(event('message_stop', {}));
     return;
   }
   response.write(event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }));
   response.write(event('ping', {}));
-  void drip(items, (item) => response.write(event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: item } })), behaviour, response).then((complete) => {
+  void drip(
+    items,
+    (item) =>
+      response.write(event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: item } })),
+    behaviour,
+    response,
+  ).then((complete) => {
     if (!complete) return;
     response.write(event('content_block_stop', { index: 0 }));
-    response.write(event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output_tokens } }));
+    response.write(
+      event('message_delta', {
+        delta: { stop_reason: 'end_turn', stop_sequence: null },
+        usage: { output_tokens: usage.output_tokens },
+      }),
+    );
     response.end(event('message_stop', {}));
   });
 }

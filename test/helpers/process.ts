@@ -20,7 +20,9 @@ export async function startGatewayProcess(env: Record<string, string>): Promise<
   let output = '';
   child.stdout?.on('data', (piece: Buffer) => (output += piece.toString()));
   child.stderr?.on('data', (piece: Buffer) => (output += piece.toString()));
-  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const exited = new Promise<number | string>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 15_000);
     const check = (): void => {

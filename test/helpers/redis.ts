@@ -7,7 +7,12 @@ let probe: Promise<string | undefined> | undefined;
 /** Why Redis cannot be used here, or undefined when it can. */
 export function redisUnavailable(): Promise<string | undefined> {
   probe ??= (async () => {
-    const client = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const client = new Redis(REDIS_URL, {
+      lazyConnect: true,
+      connectTimeout: 2000,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     client.on('error', () => {});
     try {
       await client.connect();
@@ -23,7 +28,7 @@ export function redisUnavailable(): Promise<string | undefined> {
 }
 
 /** A key prefix of this test's own, and a way to delete what was written under it. */
-export function testPrefix(): { prefix: string; cleanup(): Promise<void> } {
+export function testPrefix(): { prefix: string; cleanup: () => Promise<void> } {
   const prefix = `tgtest${process.pid}${Math.random().toString(36).slice(2, 8)}`;
   return {
     prefix,

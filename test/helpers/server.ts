@@ -20,7 +20,11 @@ export interface TestServer {
   /** Registers an account; resolves to its id and first key's secret. */
   register(email?: string): Promise<{ accountId: string; key: string; keyId: string }>;
   /** fetch against the server with a bearer key and a JSON body. */
-  call(method: string, path: string, options?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    options?: { key?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   close(): Promise<void>;
 }
 
@@ -49,7 +53,14 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
   const mails: Mail[] = [];
   const mailer: Mailer = { send: async (mail) => void mails.push(mail) };
   const logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
-  const services = createServices({ config, store, logger, mailer, ...(options.clock ? { clock: options.clock } : {}), ...options.extra });
+  const services = createServices({
+    config,
+    store,
+    logger,
+    mailer,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...options.extra,
+  });
   await services.accounts.ensureAdminKey();
   const app = createApp(services);
   await services.start();
@@ -63,7 +74,9 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     const response = await fetch(`${url}${path}`, {
       method,
       headers,
-      ...(callOptions.body !== undefined ? { body: typeof callOptions.body === 'string' ? callOptions.body : JSON.stringify(callOptions.body) } : {}),
+      ...(callOptions.body !== undefined
+        ? { body: typeof callOptions.body === 'string' ? callOptions.body : JSON.stringify(callOptions.body) }
+        : {}),
     });
     const text = await response.text();
     let body: unknown = text;
@@ -82,9 +95,16 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     mails,
     call,
     async register(email = `user${++emailCounter}-${Date.now()}@example.com`) {
-      const response = await call('POST', '/api/auth/register', { body: { email, password: 'correct horse battery' } });
-      if (response.status !== 201) throw new Error(`register failed: ${response.status} ${JSON.stringify(response.body)}`);
-      return { accountId: response.body.account.id, key: response.body.api_key.key, keyId: response.body.api_key.id };
+      const response = await call('POST', '/api/auth/register', {
+        body: { email, password: 'correct horse battery' },
+      });
+      if (response.status !== 201)
+        throw new Error(`register failed: ${response.status} ${JSON.stringify(response.body)}`);
+      return {
+        accountId: response.body.account.id,
+        key: response.body.api_key.key,
+        keyId: response.body.api_key.id,
+      };
     },
     async close() {
       await app.close();

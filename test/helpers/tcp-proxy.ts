@@ -18,7 +18,8 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
   };
-  const listen = (server: Server, port: number): Promise<void> => new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const listen = (server: Server, port: number): Promise<void> =>
+    new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
   const makeServer = (): Server =>
     createServer((client) => {
       const upstream = connect(targetPort, targetHost);

@@ -20,7 +20,11 @@ export function accountRoutes(app: FastifyInstance, services: Services): void {
     const standing = services.billingStanding(account, balance, now);
     return {
       ...presentAccount(account),
-      limits: { requests_per_minute: limits.requestsPerMinute, tokens_per_minute: limits.tokensPerMinute, daily_tokens: limits.dailyTokens },
+      limits: {
+        requests_per_minute: limits.requestsPerMinute,
+        tokens_per_minute: limits.tokensPerMinute,
+        daily_tokens: limits.dailyTokens,
+      },
       ...presentBalance(balance, grants),
       daily_tokens_used: dailyTokens,
       billing_status: standing.ok ? 'ok' : standing.reason,

@@ -33,20 +33,32 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
       const limit = Number(request.query.limit ?? 50);
       const offset = Number(request.query.offset ?? 0);
       const page = await accounts.listAccounts(request.query.search ?? '', limit, offset);
-      return { object: 'list', data: page.accounts.map(presentAdminAccount), total: page.total, limit, offset };
+      return {
+        object: 'list',
+        data: page.accounts.map(presentAdminAccount),
+        total: page.total,
+        limit,
+        offset,
+      };
     },
   );
 
-  app.get<{ Params: { id: string } }>('/api/admin/accounts/:id', { config, schema: { params: idParams } }, async (request) =>
-    presentAdminAccount(await accounts.account(request.params.id)),
+  app.get<{ Params: { id: string } }>(
+    '/api/admin/accounts/:id',
+    { config, schema: { params: idParams } },
+    async (request) => presentAdminAccount(await accounts.account(request.params.id)),
   );
 
-  app.post<{ Params: { id: string } }>('/api/admin/accounts/:id/suspend', { config, schema: { params: idParams } }, async (request) =>
-    presentAdminAccount(await accounts.setStatus(request.params.id, 'suspended')),
+  app.post<{ Params: { id: string } }>(
+    '/api/admin/accounts/:id/suspend',
+    { config, schema: { params: idParams } },
+    async (request) => presentAdminAccount(await accounts.setStatus(request.params.id, 'suspended')),
   );
 
-  app.post<{ Params: { id: string } }>('/api/admin/accounts/:id/unsuspend', { config, schema: { params: idParams } }, async (request) =>
-    presentAdminAccount(await accounts.setStatus(request.params.id, 'active')),
+  app.post<{ Params: { id: string } }>(
+    '/api/admin/accounts/:id/unsuspend',
+    { config, schema: { params: idParams } },
+    async (request) => presentAdminAccount(await accounts.setStatus(request.params.id, 'active')),
   );
 
   app.put<{ Params: { id: string }; Body: { plan: PlanId } }>(
@@ -55,13 +67,26 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
       config,
       schema: {
         params: idParams,
-        body: { type: 'object', required: ['plan'], additionalProperties: false, properties: { plan: { type: 'string' } } },
+        body: {
+          type: 'object',
+          required: ['plan'],
+          additionalProperties: false,
+          properties: { plan: { type: 'string' } },
+        },
       },
     },
     async (request) => presentAdminAccount(await accounts.setPlan(request.params.id, request.body.plan)),
   );
 
-  app.put<{ Params: { id: string }; Body: { rpm?: number | null; tpm?: number | null; daily_tokens?: number | null; credit_limit_usd?: number } }>(
+  app.put<{
+    Params: { id: string };
+    Body: {
+      rpm?: number | null;
+      tpm?: number | null;
+      daily_tokens?: number | null;
+      credit_limit_usd?: number;
+    };
+  }>(
     '/api/admin/accounts/:id/limits',
     {
       config,
@@ -70,7 +95,12 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
         body: {
           type: 'object',
           additionalProperties: false,
-          properties: { rpm: nullableLimit, tpm: nullableLimit, daily_tokens: nullableLimit, credit_limit_usd: { type: 'number', minimum: 0 } },
+          properties: {
+            rpm: nullableLimit,
+            tpm: nullableLimit,
+            daily_tokens: nullableLimit,
+            credit_limit_usd: { type: 'number', minimum: 0 },
+          },
         },
       },
     },
@@ -80,7 +110,9 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
         ...(body.rpm !== undefined ? { rpmLimit: body.rpm } : {}),
         ...(body.tpm !== undefined ? { tpmLimit: body.tpm } : {}),
         ...(body.daily_tokens !== undefined ? { dailyTokenLimit: body.daily_tokens } : {}),
-        ...(body.credit_limit_usd !== undefined ? { creditLimitMicros: Math.round(body.credit_limit_usd * 1_000_000) } : {}),
+        ...(body.credit_limit_usd !== undefined
+          ? { creditLimitMicros: Math.round(body.credit_limit_usd * 1_000_000) }
+          : {}),
       });
       return presentAdminAccount(account);
     },
@@ -106,12 +138,29 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
     async (request, reply) => {
       const now = services.clock();
       const account = await accounts.account(request.params.id);
-      const expiresAt = request.body.expires_at === undefined ? now + 365 * 86_400_000 : Date.parse(request.body.expires_at);
-      if (!(expiresAt > now)) throw new GatewayError('invalid_request', 'body.expires_at must be in the future');
+      const expiresAt =
+        request.body.expires_at === undefined ? now + 365 * 86_400_000 : Date.parse(request.body.expires_at);
+      if (!(expiresAt > now))
+        throw new GatewayError('invalid_request', 'body.expires_at must be in the future');
       const amountMicros = Math.round(request.body.amount_usd * 1_000_000);
-      const grant = { id: newId('grant'), accountId: account.id, kind: 'admin' as const, amountMicros, remainingMicros: amountMicros, expiresAt, createdAt: now, source: 'admin' };
+      const grant = {
+        id: newId('grant'),
+        accountId: account.id,
+        kind: 'admin' as const,
+        amountMicros,
+        remainingMicros: amountMicros,
+        expiresAt,
+        createdAt: now,
+        source: 'admin',
+      };
       await services.store.ledger.addGrant(grant);
-      return reply.status(201).send({ id: grant.id, account_id: account.id, kind: grant.kind, amount_usd: usd(amountMicros), expires_at: iso(expiresAt) });
+      return reply.status(201).send({
+        id: grant.id,
+        account_id: account.id,
+        kind: grant.kind,
+        amount_usd: usd(amountMicros),
+        expires_at: iso(expiresAt),
+      });
     },
   );
 }

@@ -25,15 +25,23 @@ const verifySchema = {
 
 /** Registration and e-mail verification: open to anyone (per-IP limited once limits exist). */
 export function authRoutes(app: FastifyInstance, services: Services): void {
-  app.post<{ Body: { email: string; password: string } }>('/api/auth/register', { schema: registerSchema }, async (request, reply) => {
-    await services.guardSignup(request.ip);
-    const { account, apiKey } = await services.accounts.register(request.body.email, request.body.password);
-    return reply.status(201).send({ account: presentAccount(account), api_key: apiKey });
-  });
+  app.post<{ Body: { email: string; password: string } }>(
+    '/api/auth/register',
+    { schema: registerSchema },
+    async (request, reply) => {
+      await services.guardSignup(request.ip);
+      const { account, apiKey } = await services.accounts.register(request.body.email, request.body.password);
+      return reply.status(201).send({ account: presentAccount(account), api_key: apiKey });
+    },
+  );
 
-  app.post<{ Body: { token: string } }>('/api/auth/verify-email', { schema: verifySchema }, async (request) => {
-    await services.guardSignup(request.ip);
-    const account = await services.accounts.verifyEmail(request.body.token);
-    return { account: presentAccount(account), verified: true };
-  });
+  app.post<{ Body: { token: string } }>(
+    '/api/auth/verify-email',
+    { schema: verifySchema },
+    async (request) => {
+      await services.guardSignup(request.ip);
+      const account = await services.accounts.verifyEmail(request.body.token);
+      return { account: presentAccount(account), verified: true };
+    },
+  );
 }

@@ -16,7 +16,9 @@ const createSchema = {
   },
 } as const;
 
-const idParams = { params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } } as const;
+const idParams = {
+  params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } },
+} as const;
 
 /** The account's API keys: list (never the secret), create and rotate (secret once), revoke. */
 export function keyRoutes(app: FastifyInstance, services: Services): void {
@@ -33,8 +35,16 @@ export function keyRoutes(app: FastifyInstance, services: Services): void {
     async (request, reply) => {
       const allowedIps = request.body?.allowed_ips ?? null;
       const bad = allowedIps?.find((cidr) => !isCidr(cidr));
-      if (bad !== undefined) throw new GatewayError('invalid_request', `body.allowed_ips: ${bad} is not an IP address or CIDR block`);
-      const issued = await services.accounts.createKey(userOf(request).account.id, request.body?.name ?? 'unnamed', allowedIps && allowedIps.length > 0 ? allowedIps : null);
+      if (bad !== undefined)
+        throw new GatewayError(
+          'invalid_request',
+          `body.allowed_ips: ${bad} is not an IP address or CIDR block`,
+        );
+      const issued = await services.accounts.createKey(
+        userOf(request).account.id,
+        request.body?.name ?? 'unnamed',
+        allowedIps && allowedIps.length > 0 ? allowedIps : null,
+      );
       return reply.status(201).send(issued);
     },
   );
@@ -44,7 +54,11 @@ export function keyRoutes(app: FastifyInstance, services: Services): void {
     return presentKey(key);
   });
 
-  app.post<{ Params: { id: string } }>('/api/keys/:id/rotate', { config, schema: idParams }, async (request) => {
-    return services.accounts.rotateKey(userOf(request).account.id, request.params.id);
-  });
+  app.post<{ Params: { id: string } }>(
+    '/api/keys/:id/rotate',
+    { config, schema: idParams },
+    async (request) => {
+      return services.accounts.rotateKey(userOf(request).account.id, request.params.id);
+    },
+  );
 }

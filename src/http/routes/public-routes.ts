@@ -9,9 +9,15 @@ export function publicRoutes(app: FastifyInstance, services: Services): void {
     return reply.status(report.status === 'down' ? 503 : 200).send(report);
   });
 
-  app.get('/plans', async () => ({ object: 'list', data: [...services.config.plans.values()].map(presentPlan) }));
+  app.get('/plans', async () => ({
+    object: 'list',
+    data: [...services.config.plans.values()].map(presentPlan),
+  }));
 
   const created = Math.floor(services.startedAt / 1000);
-  const models = { object: 'list', data: [...services.config.models.values()].map((model) => presentModel(model, created)) };
+  const models = {
+    object: 'list',
+    data: [...services.config.models.values()].map((model) => presentModel(model, created)),
+  };
   app.get('/v1/models', async () => models);
 }

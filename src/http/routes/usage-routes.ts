@@ -37,7 +37,12 @@ export function usageRoutes(app: FastifyInstance, services: Services): void {
       if (from > to) throw new GatewayError('invalid_request', 'from must not be after to');
       const groupBy = request.query.group_by ?? 'day';
       const rows = await services.store.usage.summary(userOf(request).account.id, from, to, groupBy);
-      const present = (row: { requests: number; promptTokens: number; completionTokens: number; costMicros: number }) => ({
+      const present = (row: {
+        requests: number;
+        promptTokens: number;
+        completionTokens: number;
+        costMicros: number;
+      }) => ({
         requests: row.requests,
         prompt_tokens: row.promptTokens,
         completion_tokens: row.completionTokens,
@@ -65,7 +70,9 @@ export function usageRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.get('/api/stats/segmented', { config: { auth: 'admin' } }, async () => {
-    const paidPlans = [...services.config.plans.values()].filter((plan) => plan.monthlyPriceMicros > 0 || plan.id === 'enterprise').map((plan) => plan.id);
+    const paidPlans = [...services.config.plans.values()]
+      .filter((plan) => plan.monthlyPriceMicros > 0 || plan.id === 'enterprise')
+      .map((plan) => plan.id);
     const stats = await services.store.usage.stats(services.clock(), paidPlans);
     return {
       total_users: stats.totalUsers,

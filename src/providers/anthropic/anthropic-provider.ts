@@ -14,6 +14,17 @@ import {
 
 const API_VERSION = '2023-06-01';
 
+/** The Messages API stream events, leniently: every field we read is optional. */
+interface StreamEvent {
+  type?: string;
+  index?: number;
+  message?: { id?: string; model?: string; usage?: AnthropicUsage };
+  content_block?: { type?: string; id?: string; name?: string; text?: string };
+  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
+  usage?: AnthropicUsage;
+  error?: { type?: string; message?: string };
+}
+
 /** Anthropic's Messages API, in and out of the chat-completion convention. */
 export function createAnthropicProvider(config: ProviderConfig, timeouts: TimeoutsConfig): Provider {
   const client = createUpstreamClient(config.baseUrl, timeouts);
@@ -30,7 +41,10 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
   return {
     id: config.id,
     async complete(call) {
-      const response = await send(convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, false), call.signal);
+      const response = await send(
+        convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, false),
+        call.signal,
+      );
       const parsed = (await readJson(response, call.signal)) as AnthropicResponse | null;
       if (!parsed || !Array.isArray(parsed.content) || typeof parsed.usage !== 'object') {
         throw new ProviderError('protocol', 'upstream answer is not a Messages API message');
@@ -38,9 +52,21 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
       return convertAnthropicResponse(parsed);
     },
     async *stream(call) {
-      const response = await send(convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true), call.signal);
-      const state = { id: '', model: call.upstreamModel, created: Math.floor(Date.now() / 1000), usage: {} as AnthropicUsage, tools: new Map<number, number>() };
-      const chunk = (delta: ChatChunk['choices'][number]['delta'], finish: ChatChunk['choices'][number]['finish_reason'] = null): ChatChunk => ({
+      const response = await send(
+        convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true),
+        call.signal,
+      );
+      const state = {
+        id: '',
+        model: call.upstreamModel,
+        created: Math.floor(Date.now() / 1000),
+        usage: {} as AnthropicUsage,
+        tools: new Map<number, number>(),
+      };
+      const chunk = (
+        delta: ChatChunk['choices'][number]['delta'],
+        finish: ChatChunk['choices'][number]['finish_reason'] = null,
+      ): ChatChunk => ({
         id: state.id,
         object: 'chat.completion.chunk',
         created: state.created,
@@ -49,53 +75,74 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
       });
       try {
         for await (const event of parseSse(response.body)) {
-          let data: Record<string, any>;
+          let data: StreamEvent;
           try {
-            data = JSON.parse(event.data) as Record<string, any>;
+            data = JSON.parse(event.data) as StreamEvent;
           } catch (error) {
             throw new ProviderError('protocol', 'upstream sent a malformed stream event', { cause: error });
           }
-          switch (data['type']) {
+          switch (data.type) {
             case 'message_start':
-              state.id = String(data['message']?.id ?? '');
-              state.model = String(data['message']?.model ?? state.model);
-              state.usage = { ...data['message']?.usage };
+              state.id = data.message?.id ?? '';
+              state.model = data.message?.model ?? state.model;
+              state.usage = { ...data.message?.usage };
               yield chunk({ role: 'assistant', content: '' });
               break;
             case 'content_block_start': {
-              const block = data['content_block'];
+              const block = data.content_block;
               if (block?.type === 'tool_use') {
                 const toolIndex = state.tools.size;
-                state.tools.set(Number(data['index']), toolIndex);
-                yield chunk({ tool_calls: [{ index: toolIndex, id: block.id, type: 'function', function: { name: block.name, arguments: '' } }] });
+                state.tools.set(data.index ?? 0, toolIndex);
+                yield chunk({
+                  tool_calls: [
+                    {
+                      index: toolIndex,
+                      id: block.id ?? '',
+                      type: 'function',
+                      function: { name: block.name ?? '', arguments: '' },
+                    },
+                  ],
+                });
               } else if (block?.type === 'text' && block.text) {
                 yield chunk({ content: block.text });
               }
               break;
             }
             case 'content_block_delta': {
-              const delta = data['delta'];
-              if (delta?.type === 'text_delta') yield chunk({ content: delta.text });
+              const delta = data.delta;
+              if (delta?.type === 'text_delta') yield chunk({ content: delta.text ?? '' });
               else if (delta?.type === 'input_json_delta') {
-                const toolIndex = state.tools.get(Number(data['index'])) ?? 0;
-                yield chunk({ tool_calls: [{ index: toolIndex, function: { arguments: delta.partial_json } }] });
+                const toolIndex = state.tools.get(data.index ?? 0) ?? 0;
+                yield chunk({
+                  tool_calls: [{ index: toolIndex, function: { arguments: delta.partial_json ?? '' } }],
+                });
               }
               break;
             }
             case 'message_delta':
               // output_tokens here is the running total, not an increment.
-              state.usage = { ...state.usage, ...data['usage'] };
-              yield chunk({}, mapAnthropicStopReason(data['delta']?.stop_reason));
+              state.usage = { ...state.usage, ...data.usage };
+              yield chunk({}, mapAnthropicStopReason(data.delta?.stop_reason));
               break;
             case 'message_stop': {
               const prompt = anthropicPromptTokens(state.usage);
               const completion = state.usage.output_tokens ?? 0;
-              yield { ...chunk({}), choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } };
+              yield {
+                ...chunk({}),
+                choices: [],
+                usage: {
+                  prompt_tokens: prompt,
+                  completion_tokens: completion,
+                  total_tokens: prompt + completion,
+                },
+              };
               return;
             }
             case 'error': {
-              const kind = String(data['error']?.type ?? 'api_error');
-              throw new ProviderError('status', String(data['error']?.message ?? kind), { status: kind === 'overloaded_error' ? 529 : 500 });
+              const kind = data.error?.type ?? 'api_error';
+              throw new ProviderError('status', data.error?.message ?? kind, {
+                status: kind === 'overloaded_error' ? 529 : 500,
+              });
             }
             default:
               break; // ping and event types added later are ignored

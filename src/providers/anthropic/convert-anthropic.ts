@@ -1,4 +1,11 @@
-import type { ChatCompletion, ChatMessage, ChatRequest, FinishReason, ToolCall, ToolChoice } from '../../gateway/chat-types.ts';
+import type {
+  ChatCompletion,
+  ChatMessage,
+  ChatRequest,
+  FinishReason,
+  ToolCall,
+  ToolChoice,
+} from '../../gateway/chat-types.ts';
 
 type Block =
   | { type: 'text'; text: string }
@@ -20,14 +27,23 @@ export interface AnthropicUsage {
 export interface AnthropicResponse {
   id: string;
   type: 'message';
-  content: ({ type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown } | { type: string })[];
+  content: (
+    | { type: 'text'; text: string }
+    | { type: 'tool_use'; id: string; name: string; input: unknown }
+    | { type: string }
+  )[];
   model: string;
   stop_reason: string | null;
   usage: AnthropicUsage;
 }
 
 /** The canonical request as a Messages API body: system prompt apart, tools as tool_use/tool_result blocks. */
-export function convertToAnthropicRequest(request: ChatRequest, upstreamModel: string, defaultMaxTokens: number, stream: boolean): Record<string, unknown> {
+export function convertToAnthropicRequest(
+  request: ChatRequest,
+  upstreamModel: string,
+  defaultMaxTokens: number,
+  stream: boolean,
+): Record<string, unknown> {
   const system = request.messages
     .filter((message) => message.role === 'system' || message.role === 'developer')
     .map((message) => message.content ?? '')
@@ -41,7 +57,11 @@ export function convertToAnthropicRequest(request: ChatRequest, upstreamModel: s
     if (previous && previous.role === converted.role) previous.content.push(...converted.content);
     else messages.push(converted);
   }
-  const body: Record<string, unknown> = { model: upstreamModel, max_tokens: request.maxTokens ?? defaultMaxTokens, messages };
+  const body: Record<string, unknown> = {
+    model: upstreamModel,
+    max_tokens: request.maxTokens ?? defaultMaxTokens,
+    messages,
+  };
   if (system) body['system'] = system;
   // Anthropic's temperature runs 0–1; the convention's 0–2 is clamped to it.
   if (request.temperature !== undefined) body['temperature'] = Math.min(1, request.temperature);
@@ -62,12 +82,22 @@ export function convertToAnthropicRequest(request: ChatRequest, upstreamModel: s
 
 function convertMessage(message: ChatMessage): AnthropicMessage {
   if (message.role === 'tool') {
-    return { role: 'user', content: [{ type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: message.content ?? '' }] };
+    return {
+      role: 'user',
+      content: [
+        { type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: message.content ?? '' },
+      ],
+    };
   }
   const content: Block[] = [];
   if (message.content) content.push({ type: 'text', text: message.content });
   for (const call of message.tool_calls ?? []) {
-    content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseArguments(call.function.arguments) });
+    content.push({
+      type: 'tool_use',
+      id: call.id,
+      name: call.function.name,
+      input: parseArguments(call.function.arguments),
+    });
   }
   return { role: message.role === 'assistant' ? 'assistant' : 'user', content };
 }
@@ -116,7 +146,11 @@ export function convertAnthropicResponse(response: AnthropicResponse): ChatCompl
   for (const block of response.content) {
     if (block.type === 'text' && 'text' in block) text += block.text;
     if (block.type === 'tool_use' && 'id' in block) {
-      toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
+      toolCalls.push({
+        id: block.id,
+        type: 'function',
+        function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
+      });
     }
   }
   const promptTokens = anthropicPromptTokens(response.usage);
@@ -129,10 +163,18 @@ export function convertAnthropicResponse(response: AnthropicResponse): ChatCompl
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: toolCalls.length > 0 && text === '' ? null : text, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+        message: {
+          role: 'assistant',
+          content: toolCalls.length > 0 && text === '' ? null : text,
+          ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+        },
         finish_reason: mapAnthropicStopReason(response.stop_reason),
       },
     ],
-    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+    usage: {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
+    },
   };
 }

@@ -14,7 +14,12 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
   if (config.apiKey) headers['authorization'] = `Bearer ${config.apiKey}`;
 
   const send = async (body: Record<string, unknown>, signal: AbortSignal, stream: boolean) => {
-    const response = await client.post('/chat/completions', stream ? { ...headers, accept: 'text/event-stream' } : headers, JSON.stringify(body), signal);
+    const response = await client.post(
+      '/chat/completions',
+      stream ? { ...headers, accept: 'text/event-stream' } : headers,
+      JSON.stringify(body),
+      signal,
+    );
     if (response.status !== 200) throw await errorFromResponse(response);
     return response;
   };
@@ -22,15 +27,25 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
   return {
     id: config.id,
     async complete(call) {
-      const body: Record<string, unknown> = { ...call.request.body, model: call.upstreamModel, stream: false };
+      const body: Record<string, unknown> = {
+        ...call.request.body,
+        model: call.upstreamModel,
+        stream: false,
+      };
       delete body['stream_options'];
       const response = await send(body, call.signal, false);
       const parsed = await readJson(response, call.signal);
-      if (!isCompletion(parsed)) throw new ProviderError('protocol', 'upstream answer is not a chat completion');
+      if (!isCompletion(parsed))
+        throw new ProviderError('protocol', 'upstream answer is not a chat completion');
       return parsed;
     },
     async *stream(call) {
-      const body = { ...call.request.body, model: call.upstreamModel, stream: true, stream_options: { include_usage: true } };
+      const body = {
+        ...call.request.body,
+        model: call.upstreamModel,
+        stream: true,
+        stream_options: { include_usage: true },
+      };
       const response = await send(body, call.signal, true);
       try {
         for await (const event of parseSse(response.body)) {
@@ -41,8 +56,12 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
           } catch (error) {
             throw new ProviderError('protocol', 'upstream sent a malformed stream event', { cause: error });
           }
-          if (isErrorEvent(chunk)) throw new ProviderError('status', chunk.error.message ?? 'upstream stream error', { status: 500 });
-          if (!isChunk(chunk)) throw new ProviderError('protocol', 'upstream sent an event that is not a chat completion chunk');
+          if (isErrorEvent(chunk))
+            throw new ProviderError('status', chunk.error.message ?? 'upstream stream error', {
+              status: 500,
+            });
+          if (!isChunk(chunk))
+            throw new ProviderError('protocol', 'upstream sent an event that is not a chat completion chunk');
           yield chunk;
         }
       } catch (error) {

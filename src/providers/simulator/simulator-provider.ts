@@ -2,8 +2,15 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decode, encode } from 'gpt-tokenizer';
 import { countPromptTokens, countTextTokens } from '../../gateway/count-tokens.ts';
-import type { ChatChunk, ChatCompletion, ChatRequest, FinishReason, ToolCall, ToolDefinition } from '../../gateway/chat-types.ts';
-import { type Provider, type ProviderCall, ProviderError } from '../provider.ts';
+import type {
+  ChatChunk,
+  ChatCompletion,
+  ChatRequest,
+  FinishReason,
+  ToolCall,
+  ToolDefinition,
+} from '../../gateway/chat-types.ts';
+import { type Provider, ProviderError } from '../provider.ts';
 
 const WORDS = (
   'the gateway answers every request with care and counts each token it sends so that the ledger stays exact ' +
@@ -21,7 +28,11 @@ interface Answer {
  * A deterministic local model: the same request gets the same answer, with exact token counts. It streams
  * one word per chunk at a configured pace and answers a tools request with a well-formed tool call.
  */
-export function createSimulatorProvider(options: { id: string; chunkIntervalMs: number; firstTokenMs: number }): Provider {
+export function createSimulatorProvider(options: {
+  id: string;
+  chunkIntervalMs: number;
+  firstTokenMs: number;
+}): Provider {
   return {
     id: options.id,
     async complete(call) {
@@ -36,26 +47,46 @@ export function createSimulatorProvider(options: { id: string; chunkIntervalMs: 
         choices: [
           {
             index: 0,
-            message: { role: 'assistant', content: answer.toolCall ? null : answer.text, ...(answer.toolCall ? { tool_calls: [answer.toolCall] } : {}) },
+            message: {
+              role: 'assistant',
+              content: answer.toolCall ? null : answer.text,
+              ...(answer.toolCall ? { tool_calls: [answer.toolCall] } : {}),
+            },
             finish_reason: answer.finishReason,
           },
         ],
-        usage: { prompt_tokens: promptTokens, completion_tokens: answer.completionTokens, total_tokens: promptTokens + answer.completionTokens },
+        usage: {
+          prompt_tokens: promptTokens,
+          completion_tokens: answer.completionTokens,
+          total_tokens: promptTokens + answer.completionTokens,
+        },
       };
       return completion;
     },
     async *stream(call) {
       const answer = compose(call.request);
       const promptTokens = countPromptTokens(call.request.messages, call.request.tools);
-      const base = { id: completionId(call.request), object: 'chat.completion.chunk' as const, created: Math.floor(Date.now() / 1000), model: call.upstreamModel };
-      const chunk = (delta: ChatChunk['choices'][number]['delta'], finish: FinishReason | null = null): ChatChunk => ({
+      const base = {
+        id: completionId(call.request),
+        object: 'chat.completion.chunk' as const,
+        created: Math.floor(Date.now() / 1000),
+        model: call.upstreamModel,
+      };
+      const chunk = (
+        delta: ChatChunk['choices'][number]['delta'],
+        finish: FinishReason | null = null,
+      ): ChatChunk => ({
         ...base,
         choices: [{ index: 0, delta, finish_reason: finish }],
       });
       await pause(options.firstTokenMs, call.signal);
       if (answer.toolCall) {
         const { id, function: fn } = answer.toolCall;
-        yield chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id, type: 'function', function: { name: fn.name, arguments: '' } }] });
+        yield chunk({
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ index: 0, id, type: 'function', function: { name: fn.name, arguments: '' } }],
+        });
         await pause(options.chunkIntervalMs, call.signal);
         yield chunk({ tool_calls: [{ index: 0, function: { arguments: fn.arguments } }] });
       } else {
@@ -66,7 +97,15 @@ export function createSimulatorProvider(options: { id: string; chunkIntervalMs: 
         }
       }
       yield chunk({}, answer.finishReason);
-      yield { ...base, choices: [], usage: { prompt_tokens: promptTokens, completion_tokens: answer.completionTokens, total_tokens: promptTokens + answer.completionTokens } };
+      yield {
+        ...base,
+        choices: [],
+        usage: {
+          prompt_tokens: promptTokens,
+          completion_tokens: answer.completionTokens,
+          total_tokens: promptTokens + answer.completionTokens,
+        },
+      };
     },
     async close() {},
   };
@@ -100,17 +139,31 @@ function compose(request: ChatRequest): Answer {
   const tool = pickTool(request);
   if (tool && last?.role !== 'tool') {
     const args = JSON.stringify(exampleArguments(tool));
-    const toolCall: ToolCall = { id: `call_${seed.toString('hex').slice(0, 24)}`, type: 'function', function: { name: tool.function.name, arguments: args } };
-    return { text: '', toolCall, finishReason: 'tool_calls', completionTokens: countTextTokens(tool.function.name) + countTextTokens(args) + 3 };
+    const toolCall: ToolCall = {
+      id: `call_${seed.toString('hex').slice(0, 24)}`,
+      type: 'function',
+      function: { name: tool.function.name, arguments: args },
+    };
+    return {
+      text: '',
+      toolCall,
+      finishReason: 'tool_calls',
+      completionTokens: countTextTokens(tool.function.name) + countTextTokens(args) + 3,
+    };
   }
-  const wordCount = 12 + (seed[0] ?? 0) % 24;
+  const wordCount = 12 + ((seed[0] ?? 0) % 24);
   const words: string[] = [];
   for (let i = 0; i < wordCount; i++) words.push(WORDS[(seed[i % seed.length]! + i * 7) % WORDS.length]!);
   let text = `${last?.role === 'tool' ? 'From the tool result: ' : ''}${words.join(' ')}.`;
   text = text[0]!.toUpperCase() + text.slice(1);
   const tokens = encode(text);
   if (request.maxTokens !== undefined && tokens.length > request.maxTokens) {
-    return { text: decode(tokens.slice(0, request.maxTokens)), toolCall: undefined, finishReason: 'length', completionTokens: request.maxTokens };
+    return {
+      text: decode(tokens.slice(0, request.maxTokens)),
+      toolCall: undefined,
+      finishReason: 'length',
+      completionTokens: request.maxTokens,
+    };
   }
   return { text, toolCall: undefined, finishReason: 'stop', completionTokens: tokens.length };
 }
@@ -118,7 +171,8 @@ function compose(request: ChatRequest): Answer {
 function pickTool(request: ChatRequest): ToolDefinition | undefined {
   const { tools, toolChoice } = request;
   if (!tools?.length || toolChoice === 'none') return undefined;
-  if (typeof toolChoice === 'object') return tools.find((tool) => tool.function.name === toolChoice.function.name);
+  if (typeof toolChoice === 'object')
+    return tools.find((tool) => tool.function.name === toolChoice.function.name);
   return tools[0];
 }
 

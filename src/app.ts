@@ -6,7 +6,9 @@ import { installErrorHandling, RouteTable } from './http/error-handler.ts';
 import { accountRoutes } from './http/routes/account-routes.ts';
 import { adminRoutes } from './http/routes/admin-routes.ts';
 import { authRoutes } from './http/routes/auth-routes.ts';
+import { billingRoutes } from './http/routes/billing-routes.ts';
 import { chatRoutes } from './http/routes/chat-routes.ts';
+import { webhookRoutes } from './http/routes/webhook-routes.ts';
 import { keyRoutes } from './http/routes/key-routes.ts';
 import { publicRoutes } from './http/routes/public-routes.ts';
 import { usageRoutes } from './http/routes/usage-routes.ts';
@@ -52,5 +54,7 @@ export function createApp(services: Services): FastifyInstance {
   adminRoutes(app, services);
   chatRoutes(app, services);
   usageRoutes(app, services);
+  billingRoutes(app, services);
+  webhookRoutes(app, services);
   return app;
 }

@@ -15,6 +15,10 @@ import type { Provider } from './providers/provider.ts';
 import { Router } from './routing/router.ts';
 import { type Bus, createLocalBus } from './shared/bus.ts';
 import { GatewayError } from './shared/gateway-error.ts';
+import { createTestPaymentProvider } from './payments/payment-provider.ts';
+import { PaymentsService } from './payments/payments-service.ts';
+import { createStripeClient, createStripePaymentProvider } from './payments/stripe-payment-provider.ts';
+import { WebhookDispatcher } from './webhooks/webhook-dispatcher.ts';
 import { type Clock, systemClock } from './shared/ids.ts';
 import type { Balance } from './store/ledger-repo.ts';
 import type { AccountRecord } from './store/records.ts';
@@ -55,6 +59,8 @@ export interface Services {
   settlements: SettlementQueue;
   metrics: Metrics;
   scheduler: Scheduler;
+  payments: PaymentsService;
+  dispatcher: WebhookDispatcher;
   startedAt: number;
   /** The plan's limits with the operator's per-account overrides applied. */
   limitsOf(account: AccountRecord): EffectiveLimits;
@@ -79,6 +85,11 @@ export interface ServicesOptions {
   limiter?: Limiter;
   /** Where settlements the database would not take at shutdown are kept for the next start. */
   spoolPath?: string;
+  /** Webhook delivery: the receiver's time limit and the retry delays (tests shorten both). */
+  webhookTimeoutMs?: number;
+  webhookRetryDelaysMs?: readonly number[];
+  /** Stripe's API address, for stripe-mock or tests. */
+  stripeApiBase?: string;
 }
 
 /** Sign-up and verification attempts allowed per client address per minute. */
@@ -162,6 +173,27 @@ export function createServices(options: ServicesOptions): Services {
     };
   };
   const scheduler = new Scheduler(store, clock, logger);
+  const dispatcher = new WebhookDispatcher({
+    store,
+    clock,
+    logger,
+    allowPrivate: config.webhookAllowPrivate,
+    ...(options.webhookTimeoutMs !== undefined ? { timeoutMs: options.webhookTimeoutMs } : {}),
+    ...(options.webhookRetryDelaysMs ? { retryDelaysMs: options.webhookRetryDelaysMs } : {}),
+  });
+  const stripe = config.stripe
+    ? createStripeClient({ secretKey: config.stripe.secretKey, publicUrl: config.publicUrl, apiBase: options.stripeApiBase ?? process.env['STRIPE_API_BASE'] })
+    : undefined;
+  const payments = new PaymentsService({
+    store,
+    config,
+    clock,
+    bus,
+    logger,
+    stripe,
+    provider: stripe ? createStripePaymentProvider(stripe, config.publicUrl) : createTestPaymentProvider(config.publicUrl),
+    onEventQueued: () => dispatcher.nudge(),
+  });
   const gateway = new ChatGateway({
     config,
     store,
@@ -190,6 +222,8 @@ export function createServices(options: ServicesOptions): Services {
     settlements,
     metrics,
     scheduler,
+    payments,
+    dispatcher,
     startedAt,
     limitsOf,
     billingStanding,
@@ -249,6 +283,7 @@ export function createServices(options: ServicesOptions): Services {
     },
     async close() {
       await scheduler.stop();
+      await dispatcher.stop();
       await settlements.close();
       await Promise.all([...providers.values()].map((provider) => provider.close()));
       await limiter.close();

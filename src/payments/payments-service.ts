@@ -1,0 +1,158 @@
+import type Stripe from 'stripe';
+import type { Logger } from 'pino';
+import { applyPlan } from '../billing/apply-plan.ts';
+import type { Config, PlanId } from '../config/config.ts';
+import type { Bus } from '../shared/bus.ts';
+import { GatewayError } from '../shared/gateway-error.ts';
+import { type Clock, newId } from '../shared/ids.ts';
+import type { AccountRecord, OrderRecord } from '../store/records.ts';
+import type { Store } from '../store/store.ts';
+import type { PaymentProvider } from './payment-provider.ts';
+
+export const FAILURE_REASONS = ['card_declined', 'insufficient_funds', 'expired_card', 'processing_error', 'expired'] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+const TOPUP_MIN_MICROS = 5_000_000;
+const TOPUP_MAX_MICROS = 10_000_000_000;
+const TOPUP_VALIDITY_MS = 365 * 86_400_000;
+
+export type Outcome = { status: 'paid' } | { status: 'failed'; reason: FailureReason };
+
+export interface PaymentsOptions {
+  store: Store;
+  config: Config;
+  clock: Clock;
+  bus: Bus;
+  logger: Logger;
+  provider: PaymentProvider;
+  stripe: Stripe | undefined;
+  /** Called after an event is queued, so delivery starts at once. */
+  onEventQueued(): void;
+}
+
+/** Orders: checkout, completion (applied at most once, with its event queued in the same transaction). */
+export class PaymentsService {
+  readonly #o: PaymentsOptions;
+
+  constructor(options: PaymentsOptions) {
+    this.#o = options;
+  }
+
+  get providerId(): string {
+    return this.#o.provider.id;
+  }
+
+  /** Creates a pending order for a plan or a top-up and a checkout for it. */
+  async checkout(account: AccountRecord, request: { plan?: string; topupUsd?: number }): Promise<OrderRecord & { checkoutUrl: string }> {
+    const { store, config, clock, provider } = this.#o;
+    let kind: OrderRecord['kind'];
+    let plan: PlanId | null = null;
+    let amountMicros: number;
+    let description: string;
+    if (request.plan !== undefined && request.topupUsd === undefined) {
+      const chosen = config.plans.get(request.plan as PlanId);
+      if (!chosen?.purchasable) {
+        const buyable = [...config.plans.values()].filter((p) => p.purchasable).map((p) => p.id);
+        throw new GatewayError('invalid_request', `plan must be one of ${buyable.join(', ')} (enterprise is arranged with the operator)`);
+      }
+      kind = 'plan';
+      plan = chosen.id;
+      amountMicros = chosen.monthlyPriceMicros;
+      description = `Tollgate ${chosen.name} plan, 30 days`;
+    } else if (request.topupUsd !== undefined && request.plan === undefined) {
+      amountMicros = Math.round(request.topupUsd * 100) * 10_000;
+      if (amountMicros < TOPUP_MIN_MICROS || amountMicros > TOPUP_MAX_MICROS) {
+        throw new GatewayError('invalid_request', 'topup_usd must be between 5 and 10000, in cents at most');
+      }
+      kind = 'topup';
+      description = `Tollgate credit top-up, USD ${(amountMicros / 1e6).toFixed(2)}`;
+    } else {
+      throw new GatewayError('invalid_request', 'send either plan or topup_usd');
+    }
+    const order: OrderRecord = {
+      id: newId('ord'), accountId: account.id, kind, plan, amountMicros, currency: 'USD', status: 'pending', reason: null,
+      provider: provider.id, providerRef: null, createdAt: clock(), completedAt: null,
+    };
+    await store.payments.insertOrder(order);
+    let session;
+    try {
+      session = await provider.createCheckout(order, account, description);
+    } catch (error) {
+      await store.payments.complete(order.id, 'failed', 'processing_error', clock());
+      throw new GatewayError('provider_error', 'the payment provider could not start a checkout; retry later', { cause: error });
+    }
+    if (session.providerRef) await store.payments.setProviderRef(order.id, session.providerRef);
+    return { ...order, providerRef: session.providerRef, checkoutUrl: session.checkoutUrl };
+  }
+
+  /**
+   * Settles a pending order: a paid plan is applied (period, allowance, limits) or a top-up credited, and the
+   * payment event queued, all in one transaction. An order that is no longer pending is left alone: false.
+   * `dedupe` names a provider event that must be applied at most once (a replayed Stripe event).
+   */
+  async complete(orderId: string, outcome: Outcome, dedupe?: { provider: string; eventId: string }): Promise<boolean> {
+    const { store, config, clock, bus } = this.#o;
+    const now = clock();
+    const applied = await store.transaction(async (tx) => {
+      if (dedupe && !(await tx.payments.markEventProcessed(dedupe.provider, dedupe.eventId, now))) return undefined;
+      const order = await tx.payments.order(orderId);
+      if (!order) throw new GatewayError('not_found', `no order ${orderId}`);
+      if (!(await tx.payments.complete(order.id, outcome.status, outcome.status === 'failed' ? outcome.reason : null, now))) return undefined;
+      const account = await tx.accounts.byId(order.accountId);
+      if (!account) throw new GatewayError('not_found', `no account ${order.accountId}`);
+      let planAfter = account.plan;
+      if (outcome.status === 'paid' && order.kind === 'plan' && order.plan) {
+        const plan = config.plans.get(order.plan);
+        if (plan) await applyPlan(tx, account.id, plan, now, order.id);
+        planAfter = order.plan;
+      } else if (outcome.status === 'paid') {
+        await tx.ledger.addGrant({
+          id: newId('grant'), accountId: account.id, kind: 'topup', amountMicros: order.amountMicros, remainingMicros: order.amountMicros,
+          expiresAt: now + TOPUP_VALIDITY_MS, createdAt: now, source: order.id,
+        });
+      }
+      const timestamp = new Date(now).toISOString();
+      const payload =
+        outcome.status === 'paid'
+          ? { event_type: 'payment.success', order_id: order.id, plan: planAfter, amount: order.amountMicros / 1e6, currency: order.currency, customer_email: account.email, timestamp }
+          : { event_type: 'payment.failed', order_id: order.id, reason: outcome.reason, timestamp };
+      if (await tx.webhooks.endpoint(account.id)) {
+        await tx.webhooks.enqueue({
+          id: newId('evt'), accountId: account.id, eventType: payload.event_type, payload: JSON.stringify(payload), status: 'pending',
+          attempts: 0, nextAttemptAt: now, createdAt: now, finishedAt: null,
+        });
+      }
+      return account.id;
+    });
+    if (applied === undefined) return false;
+    await bus.publish({ accountId: applied }).catch((error: unknown) => this.#o.logger.warn({ err: error }, 'invalidation not published'));
+    this.#o.onEventQueued();
+    return true;
+  }
+
+  /**
+   * Applies a verified Stripe event: checkout completed and paid, async payment succeeded or failed, session
+   * expired. Returns what happened (for the answer and the tests).
+   */
+  async handleStripeEvent(rawBody: string, signature: string | undefined, webhookSecret: string): Promise<'applied' | 'duplicate' | 'ignored'> {
+    const { stripe } = this.#o;
+    if (!stripe) throw new GatewayError('not_found', 'Stripe is not configured');
+    let event: Stripe.Event;
+    try {
+      event = stripe.webhooks.constructEvent(rawBody, signature ?? '', webhookSecret);
+    } catch (error) {
+      throw new GatewayError('invalid_request', 'invalid Stripe signature', { cause: error });
+    }
+    const session = event.data.object as Partial<Stripe.Checkout.Session>;
+    const orderId = session.metadata?.['order_id'] ?? session.client_reference_id ?? undefined;
+    let outcome: Outcome | undefined;
+    if (event.type === 'checkout.session.completed' && session.payment_status === 'paid') outcome = { status: 'paid' };
+    else if (event.type === 'checkout.session.async_payment_succeeded') outcome = { status: 'paid' };
+    else if (event.type === 'checkout.session.async_payment_failed') outcome = { status: 'failed', reason: 'processing_error' };
+    else if (event.type === 'checkout.session.expired') outcome = { status: 'failed', reason: 'expired' };
+    if (!outcome || !orderId) return 'ignored';
+    const order = await this.#o.store.payments.order(orderId);
+    if (!order) return 'ignored';
+    return (await this.complete(orderId, outcome, { provider: 'stripe', eventId: event.id })) ? 'applied' : 'duplicate';
+  }
+}

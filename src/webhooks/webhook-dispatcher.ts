@@ -1,0 +1,129 @@
+import { Agent, request } from 'undici';
+import type { Logger } from 'pino';
+import type { Clock } from '../shared/ids.ts';
+import { newId } from '../shared/ids.ts';
+import type { WebhookEvent } from '../store/records.ts';
+import type { Store } from '../store/store.ts';
+import { DEFAULT_RETRY_DELAYS_MS, nextAttemptAt } from './retry-schedule.ts';
+import { signPayload } from './sign-payload.ts';
+import { createGuardedLookup } from './url-guard.ts';
+
+export interface DispatcherOptions {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  allowPrivate: boolean;
+  /** A receiver must answer 2xx within this; otherwise the attempt failed. */
+  timeoutMs?: number;
+  retryDelaysMs?: readonly number[];
+  pollMs?: number;
+}
+
+const LEASE_MS = 60_000;
+const BATCH = 20;
+
+/**
+ * Delivers the outbox: at least once, leased so that several instances never make the same attempt twice,
+ * retried on a ~24 h schedule, and durable (a queued event outlives any restart).
+ */
+export class WebhookDispatcher {
+  readonly #o: Required<DispatcherOptions>;
+  readonly #agent: Agent;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+
+  constructor(options: DispatcherOptions) {
+    this.#o = { timeoutMs: 10_000, retryDelaysMs: DEFAULT_RETRY_DELAYS_MS, pollMs: 1_000, ...options };
+    this.#agent = new Agent({ connect: { lookup: createGuardedLookup(options.allowPrivate), timeout: this.#o.timeoutMs }, keepAliveTimeout: 10_000 });
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => this.nudge(), this.#o.pollMs);
+    this.#timer.unref();
+    this.nudge();
+  }
+
+  /** Looks for due events now (called after an event is queued). */
+  nudge(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#drain().finally(() => {
+      this.#running = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.nudge();
+      }
+    });
+  }
+
+  /** Runs rounds until nothing is due; resolves when idle. */
+  async idle(): Promise<void> {
+    while (this.#running) await this.#running;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    await this.idle();
+    await this.#agent.close();
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      for (;;) {
+        const now = this.#o.clock();
+        const events = await this.#o.store.webhooks.claimDue(now, now + LEASE_MS, BATCH);
+        if (events.length === 0) return;
+        await Promise.all(events.map((event) => this.#deliver(event)));
+      }
+    } catch (error) {
+      this.#o.logger.error({ err: error }, 'webhook dispatch round failed');
+    }
+  }
+
+  async #deliver(event: WebhookEvent): Promise<void> {
+    const { store, clock } = this.#o;
+    const attempt = event.attempts + 1;
+    const endpoint = await store.webhooks.endpoint(event.accountId);
+    const started = performance.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    if (!endpoint) {
+      error = 'no endpoint configured';
+    } else {
+      try {
+        const response = await request(endpoint.url, {
+          method: 'POST',
+          dispatcher: this.#agent,
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': 'Tollgate-Webhooks/1',
+            'x-service-signature': signPayload(event.payload, endpoint.secret),
+            'x-service-event-id': event.id,
+            'x-service-timestamp': String(Math.floor(clock() / 1000)),
+          },
+          body: event.payload,
+          signal: AbortSignal.timeout(this.#o.timeoutMs),
+        });
+        statusCode = response.statusCode;
+        await response.body.dump();
+      } catch (cause) {
+        error = (cause as Error).name === 'TimeoutError' ? `no answer within ${this.#o.timeoutMs} ms` : ((cause as Error).message || 'delivery failed');
+      }
+    }
+    const now = clock();
+    const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
+    const next = delivered ? undefined : nextAttemptAt(attempt, now, this.#o.retryDelaysMs);
+    const status = delivered ? 'delivered' : next === undefined ? 'failed' : 'pending';
+    await store.webhooks.recordAttempt(
+      { id: newId('whd'), eventId: event.id, accountId: event.accountId, attempt, url: endpoint?.url ?? '', statusCode, error, latencyMs: performance.now() - started, createdAt: now },
+      { status, nextAttemptAt: next ?? now, now },
+    );
+    if (status === 'failed') this.#o.logger.warn({ eventId: event.id, attempts: attempt }, 'webhook event failed for good');
+  }
+}

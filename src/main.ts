@@ -46,7 +46,7 @@ async function main(): Promise<void> {
     [
       `Tollgate listening on ${address} (data: ${where})`,
       adminSecret ? `Admin key (shown once, keep it): ${adminSecret}` : undefined,
-      `Register: curl -s ${config.publicUrl}/api/auth/register -H 'content-type: application/json' -d '{"email":"you@example.com","password":"a-long-password"}'`,
+      `Register: curl -s ${config.publicUrl ?? address}/api/auth/register -H 'content-type: application/json' -d '{"email":"you@example.com","password":"a-long-password"}'`,
       '',
     ]
       .filter((line) => line !== undefined)

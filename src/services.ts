@@ -182,7 +182,10 @@ export function createServices(options: ServicesOptions): Services {
     ...(options.webhookRetryDelaysMs ? { retryDelaysMs: options.webhookRetryDelaysMs } : {}),
   });
   const stripe = config.stripe
-    ? createStripeClient({ secretKey: config.stripe.secretKey, publicUrl: config.publicUrl, apiBase: options.stripeApiBase ?? process.env['STRIPE_API_BASE'] })
+    ? createStripeClient({
+        secretKey: config.stripe.secretKey,
+        apiBase: options.stripeApiBase ?? process.env['STRIPE_API_BASE'],
+      })
     : undefined;
   const payments = new PaymentsService({
     store,
@@ -191,7 +194,7 @@ export function createServices(options: ServicesOptions): Services {
     bus,
     logger,
     stripe,
-    provider: stripe ? createStripePaymentProvider(stripe, config.publicUrl) : createTestPaymentProvider(config.publicUrl),
+    provider: stripe ? createStripePaymentProvider(stripe) : createTestPaymentProvider(),
     onEventQueued: () => dispatcher.nudge(),
   });
   const gateway = new ChatGateway({
@@ -280,6 +283,7 @@ export function createServices(options: ServicesOptions): Services {
         createRetentionJob(store, clock, config.retentionDays, logger),
         createHoldRecoveryJob(store, clock, logger),
       ]);
+      dispatcher.start();
     },
     async close() {
       await scheduler.stop();

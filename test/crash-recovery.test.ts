@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createSqliteDb } from '../src/store/sqlite/sqlite-db.ts';
 import { startGatewayProcess } from './helpers/process.ts';
+import { startReceiver } from './helpers/receiver.ts';
 
 const ADMIN = 'tg-admin-crash-test-0123456789abcdef';
 
@@ -20,6 +21,7 @@ describe('a gateway process killed mid-load', () => {
       DATABASE_URL: `sqlite:${join(dir, 'tollgate.db')}`,
       TOLLGATE_ADMIN_KEY: ADMIN,
       TOLLGATE_CONFIG: config,
+      TOLLGATE_WEBHOOK_ALLOW_PRIVATE: 'true',
     };
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -154,5 +156,54 @@ describe('a gateway process killed mid-load', () => {
     );
     assert.equal(record?.status, 'ok', 'its settlement was flushed before exit');
     await db.close();
+  });
+
+  it('a payment event queued before a crash is delivered after the restart', async () => {
+    // The receiver is down while the order is paid: the event waits in the outbox.
+    const parked = await startReceiver();
+    const port = parked.port;
+    await parked.close();
+    const gateway = await startGatewayProcess(env);
+    let checkout: any;
+    try {
+      const registered = (await (
+        await fetch(`${gateway.url}/api/auth/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: 'outbox@example.com', password: 'correct horse battery' }),
+        })
+      ).json()) as any;
+      const key: string = registered.api_key.key;
+      const endpoint = await fetch(`${gateway.url}/api/webhooks/endpoint`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: `http://127.0.0.1:${port}/hooks` }),
+      });
+      assert.equal(endpoint.status, 200);
+      checkout = await (await post(gateway.url, '/api/billing/checkout', key, { plan: 'starter' })).json();
+      const paid = await fetch(checkout.checkout_url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"outcome":"success"}',
+      });
+      assert.equal(paid.status, 200);
+    } finally {
+      gateway.child.kill('SIGKILL');
+      await gateway.exited;
+    }
+
+    const receiver = await startReceiver(port);
+    const restarted = await startGatewayProcess(env);
+    try {
+      // The first attempt failed while the receiver was down; the retry (10 s ± 20%) reaches it after the restart.
+      const [delivery] = await receiver.waitFor(1, 20_000);
+      const event = JSON.parse(delivery!.body);
+      assert.equal(event.event_type, 'payment.success');
+      assert.equal(event.order_id, checkout.order_id);
+    } finally {
+      restarted.child.kill('SIGTERM');
+      await restarted.exited;
+      await receiver.close();
+    }
   });
 });

@@ -117,7 +117,7 @@ export class AccountsService {
         }
         throw error;
       });
-    const link = `${config.publicUrl}/api/auth/verify-email (POST {"token":"${token.secret}"})`;
+    const link = `POST ${config.publicUrl ?? ''}/api/auth/verify-email with {"token":"${token.secret}"}`;
     mailer
       .send({
         to: normalized,

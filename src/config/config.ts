@@ -73,8 +73,8 @@ export type LimiterFailurePolicy = 'local' | 'allow' | 'deny';
 export interface Config {
   port: number;
   host: string;
-  /** Base address that links handed to users start with (checkout pages). */
-  publicUrl: string;
+  /** Base address that links handed to users start with (checkout pages); unset: the address they called. */
+  publicUrl: string | undefined;
   databaseUrl: string;
   redisUrl: string | undefined;
   adminKey: string | undefined;

@@ -65,7 +65,7 @@ export function parseConfig(yaml: Obj, env: Env): Config {
   return Object.freeze({
     port,
     host,
-    publicUrl: (env['PUBLIC_URL'] ?? `http://localhost:${port}`).replace(/\/$/, ''),
+    publicUrl: env['PUBLIC_URL'] ? env['PUBLIC_URL'].replace(/\/$/, '') : undefined,
     databaseUrl: env['DATABASE_URL'] ?? 'sqlite:./data/tollgate.db',
     redisUrl: env['REDIS_URL'] || undefined,
     adminKey: env['TOLLGATE_ADMIN_KEY'] || undefined,

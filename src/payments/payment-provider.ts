@@ -10,15 +10,21 @@ export interface CheckoutSession {
 /** Takes payment for an order; completion arrives later (the test page's form, or Stripe's webhook). */
 export interface PaymentProvider {
   readonly id: 'test' | 'stripe';
-  createCheckout(order: OrderRecord, account: AccountRecord, description: string): Promise<CheckoutSession>;
+  /** `baseUrl` is where this Tollgate is reached (PUBLIC_URL, or the address the customer called). */
+  createCheckout(
+    order: OrderRecord,
+    account: AccountRecord,
+    description: string,
+    baseUrl: string,
+  ): Promise<CheckoutSession>;
 }
 
 /** The embedded default, like a processor's test mode: a page of Tollgate's own completes the order. */
-export function createTestPaymentProvider(publicUrl: string): PaymentProvider {
+export function createTestPaymentProvider(): PaymentProvider {
   return {
     id: 'test',
-    async createCheckout(order) {
-      return { checkoutUrl: `${publicUrl}/checkout/${order.id}`, providerRef: null };
+    async createCheckout(order, _account, _description, baseUrl) {
+      return { checkoutUrl: `${baseUrl}/checkout/${order.id}`, providerRef: null };
     },
   };
 }

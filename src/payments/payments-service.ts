@@ -9,7 +9,13 @@ import type { AccountRecord, OrderRecord } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { PaymentProvider } from './payment-provider.ts';
 
-export const FAILURE_REASONS = ['card_declined', 'insufficient_funds', 'expired_card', 'processing_error', 'expired'] as const;
+export const FAILURE_REASONS = [
+  'card_declined',
+  'insufficient_funds',
+  'expired_card',
+  'processing_error',
+  'expired',
+] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
 
 const TOPUP_MIN_MICROS = 5_000_000;
@@ -43,7 +49,11 @@ export class PaymentsService {
   }
 
   /** Creates a pending order for a plan or a top-up and a checkout for it. */
-  async checkout(account: AccountRecord, request: { plan?: string; topupUsd?: number }): Promise<OrderRecord & { checkoutUrl: string }> {
+  async checkout(
+    account: AccountRecord,
+    request: { plan?: string; topupUsd?: number },
+    baseUrl: string,
+  ): Promise<OrderRecord & { checkoutUrl: string }> {
     const { store, config, clock, provider } = this.#o;
     let kind: OrderRecord['kind'];
     let plan: PlanId | null = null;
@@ -53,7 +63,10 @@ export class PaymentsService {
       const chosen = config.plans.get(request.plan as PlanId);
       if (!chosen?.purchasable) {
         const buyable = [...config.plans.values()].filter((p) => p.purchasable).map((p) => p.id);
-        throw new GatewayError('invalid_request', `plan must be one of ${buyable.join(', ')} (enterprise is arranged with the operator)`);
+        throw new GatewayError(
+          'invalid_request',
+          `plan must be one of ${buyable.join(', ')} (enterprise is arranged with the operator)`,
+        );
       }
       kind = 'plan';
       plan = chosen.id;
@@ -70,16 +83,30 @@ export class PaymentsService {
       throw new GatewayError('invalid_request', 'send either plan or topup_usd');
     }
     const order: OrderRecord = {
-      id: newId('ord'), accountId: account.id, kind, plan, amountMicros, currency: 'USD', status: 'pending', reason: null,
-      provider: provider.id, providerRef: null, createdAt: clock(), completedAt: null,
+      id: newId('ord'),
+      accountId: account.id,
+      kind,
+      plan,
+      amountMicros,
+      currency: 'USD',
+      status: 'pending',
+      reason: null,
+      provider: provider.id,
+      providerRef: null,
+      createdAt: clock(),
+      completedAt: null,
     };
     await store.payments.insertOrder(order);
     let session;
     try {
-      session = await provider.createCheckout(order, account, description);
+      session = await provider.createCheckout(order, account, description, baseUrl);
     } catch (error) {
       await store.payments.complete(order.id, 'failed', 'processing_error', clock());
-      throw new GatewayError('provider_error', 'the payment provider could not start a checkout; retry later', { cause: error });
+      throw new GatewayError(
+        'provider_error',
+        'the payment provider could not start a checkout; retry later',
+        { cause: error },
+      );
     }
     if (session.providerRef) await store.payments.setProviderRef(order.id, session.providerRef);
     return { ...order, providerRef: session.providerRef, checkoutUrl: session.checkoutUrl };
@@ -90,14 +117,27 @@ export class PaymentsService {
    * payment event queued, all in one transaction. An order that is no longer pending is left alone: false.
    * `dedupe` names a provider event that must be applied at most once (a replayed Stripe event).
    */
-  async complete(orderId: string, outcome: Outcome, dedupe?: { provider: string; eventId: string }): Promise<boolean> {
+  async complete(
+    orderId: string,
+    outcome: Outcome,
+    dedupe?: { provider: string; eventId: string },
+  ): Promise<boolean> {
     const { store, config, clock, bus } = this.#o;
     const now = clock();
     const applied = await store.transaction(async (tx) => {
-      if (dedupe && !(await tx.payments.markEventProcessed(dedupe.provider, dedupe.eventId, now))) return undefined;
+      if (dedupe && !(await tx.payments.markEventProcessed(dedupe.provider, dedupe.eventId, now)))
+        return undefined;
       const order = await tx.payments.order(orderId);
       if (!order) throw new GatewayError('not_found', `no order ${orderId}`);
-      if (!(await tx.payments.complete(order.id, outcome.status, outcome.status === 'failed' ? outcome.reason : null, now))) return undefined;
+      if (
+        !(await tx.payments.complete(
+          order.id,
+          outcome.status,
+          outcome.status === 'failed' ? outcome.reason : null,
+          now,
+        ))
+      )
+        return undefined;
       const account = await tx.accounts.byId(order.accountId);
       if (!account) throw new GatewayError('not_found', `no account ${order.accountId}`);
       let planAfter = account.plan;
@@ -107,25 +147,48 @@ export class PaymentsService {
         planAfter = order.plan;
       } else if (outcome.status === 'paid') {
         await tx.ledger.addGrant({
-          id: newId('grant'), accountId: account.id, kind: 'topup', amountMicros: order.amountMicros, remainingMicros: order.amountMicros,
-          expiresAt: now + TOPUP_VALIDITY_MS, createdAt: now, source: order.id,
+          id: newId('grant'),
+          accountId: account.id,
+          kind: 'topup',
+          amountMicros: order.amountMicros,
+          remainingMicros: order.amountMicros,
+          expiresAt: now + TOPUP_VALIDITY_MS,
+          createdAt: now,
+          source: order.id,
         });
       }
       const timestamp = new Date(now).toISOString();
       const payload =
         outcome.status === 'paid'
-          ? { event_type: 'payment.success', order_id: order.id, plan: planAfter, amount: order.amountMicros / 1e6, currency: order.currency, customer_email: account.email, timestamp }
+          ? {
+              event_type: 'payment.success',
+              order_id: order.id,
+              plan: planAfter,
+              amount: order.amountMicros / 1e6,
+              currency: order.currency,
+              customer_email: account.email,
+              timestamp,
+            }
           : { event_type: 'payment.failed', order_id: order.id, reason: outcome.reason, timestamp };
       if (await tx.webhooks.endpoint(account.id)) {
         await tx.webhooks.enqueue({
-          id: newId('evt'), accountId: account.id, eventType: payload.event_type, payload: JSON.stringify(payload), status: 'pending',
-          attempts: 0, nextAttemptAt: now, createdAt: now, finishedAt: null,
+          id: newId('evt'),
+          accountId: account.id,
+          eventType: payload.event_type,
+          payload: JSON.stringify(payload),
+          status: 'pending',
+          attempts: 0,
+          nextAttemptAt: now,
+          createdAt: now,
+          finishedAt: null,
         });
       }
       return account.id;
     });
     if (applied === undefined) return false;
-    await bus.publish({ accountId: applied }).catch((error: unknown) => this.#o.logger.warn({ err: error }, 'invalidation not published'));
+    await bus
+      .publish({ accountId: applied })
+      .catch((error: unknown) => this.#o.logger.warn({ err: error }, 'invalidation not published'));
     this.#o.onEventQueued();
     return true;
   }
@@ -134,7 +197,11 @@ export class PaymentsService {
    * Applies a verified Stripe event: checkout completed and paid, async payment succeeded or failed, session
    * expired. Returns what happened (for the answer and the tests).
    */
-  async handleStripeEvent(rawBody: string, signature: string | undefined, webhookSecret: string): Promise<'applied' | 'duplicate' | 'ignored'> {
+  async handleStripeEvent(
+    rawBody: string,
+    signature: string | undefined,
+    webhookSecret: string,
+  ): Promise<'applied' | 'duplicate' | 'ignored'> {
     const { stripe } = this.#o;
     if (!stripe) throw new GatewayError('not_found', 'Stripe is not configured');
     let event: Stripe.Event;
@@ -146,13 +213,17 @@ export class PaymentsService {
     const session = event.data.object as Partial<Stripe.Checkout.Session>;
     const orderId = session.metadata?.['order_id'] ?? session.client_reference_id ?? undefined;
     let outcome: Outcome | undefined;
-    if (event.type === 'checkout.session.completed' && session.payment_status === 'paid') outcome = { status: 'paid' };
+    if (event.type === 'checkout.session.completed' && session.payment_status === 'paid')
+      outcome = { status: 'paid' };
     else if (event.type === 'checkout.session.async_payment_succeeded') outcome = { status: 'paid' };
-    else if (event.type === 'checkout.session.async_payment_failed') outcome = { status: 'failed', reason: 'processing_error' };
+    else if (event.type === 'checkout.session.async_payment_failed')
+      outcome = { status: 'failed', reason: 'processing_error' };
     else if (event.type === 'checkout.session.expired') outcome = { status: 'failed', reason: 'expired' };
     if (!outcome || !orderId) return 'ignored';
     const order = await this.#o.store.payments.order(orderId);
     if (!order) return 'ignored';
-    return (await this.complete(orderId, outcome, { provider: 'stripe', eventId: event.id })) ? 'applied' : 'duplicate';
+    return (await this.complete(orderId, outcome, { provider: 'stripe', eventId: event.id }))
+      ? 'applied'
+      : 'duplicate';
   }
 }

@@ -3,7 +3,6 @@ import type { PaymentProvider } from './payment-provider.ts';
 
 export interface StripeOptions {
   secretKey: string;
-  publicUrl: string;
   /** Another API address (stripe-mock, tests); Stripe's own when unset. */
   apiBase?: string | undefined;
 }
@@ -12,14 +11,19 @@ export interface StripeOptions {
 export function createStripeClient(options: StripeOptions): Stripe {
   if (!options.apiBase) return new Stripe(options.secretKey, { maxNetworkRetries: 2 });
   const base = new URL(options.apiBase);
-  return new Stripe(options.secretKey, { host: base.hostname, port: base.port, protocol: base.protocol === 'http:' ? 'http' : 'https', maxNetworkRetries: 0 });
+  return new Stripe(options.secretKey, {
+    host: base.hostname,
+    port: base.port,
+    protocol: base.protocol === 'http:' ? 'http' : 'https',
+    maxNetworkRetries: 0,
+  });
 }
 
 /** Stripe Checkout Sessions: the order id travels as client_reference_id and metadata, and comes back in the webhook. */
-export function createStripePaymentProvider(stripe: Stripe, publicUrl: string): PaymentProvider {
+export function createStripePaymentProvider(stripe: Stripe): PaymentProvider {
   return {
     id: 'stripe',
-    async createCheckout(order, account, description) {
+    async createCheckout(order, account, description, baseUrl) {
       const session = await stripe.checkout.sessions.create({
         mode: 'payment',
         client_reference_id: order.id,
@@ -28,11 +32,15 @@ export function createStripePaymentProvider(stripe: Stripe, publicUrl: string): 
         line_items: [
           {
             quantity: 1,
-            price_data: { currency: order.currency.toLowerCase(), unit_amount: Math.round(order.amountMicros / 10_000), product_data: { name: description } },
+            price_data: {
+              currency: order.currency.toLowerCase(),
+              unit_amount: Math.round(order.amountMicros / 10_000),
+              product_data: { name: description },
+            },
           },
         ],
-        success_url: `${publicUrl}/checkout/${order.id}/done`,
-        cancel_url: `${publicUrl}/checkout/${order.id}/cancelled`,
+        success_url: `${baseUrl}/checkout/${order.id}/done`,
+        cancel_url: `${baseUrl}/checkout/${order.id}/cancelled`,
       });
       if (!session.url) throw new Error('Stripe returned a session without a URL');
       return { checkoutUrl: session.url, providerRef: session.id };

@@ -145,7 +145,7 @@ export class WebhooksRepo {
       );
       await tx.run(
         `UPDATE webhook_events SET attempts = $2, status = $3, next_attempt_at = $4, lease_until = 0,
-           finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $5 END
+           finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE CAST($5 AS BIGINT) END
          WHERE id = $1`,
         [delivery.eventId, delivery.attempt, outcome.status, outcome.nextAttemptAt, outcome.now],
       );

@@ -5,10 +5,27 @@ import { GatewayError } from '../shared/gateway-error.ts';
 // Where a webhook must never go: loopback, private, link-local (cloud metadata included), CGNAT, multicast.
 const FORBIDDEN = new BlockList();
 for (const [network, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) FORBIDDEN.addSubnet(network, bits, 'ipv4');
-for (const [network, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96]] as const) {
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  FORBIDDEN.addSubnet(network, bits, 'ipv4');
+for (const [network, bits] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+  ['64:ff9b::', 96],
+] as const) {
   FORBIDDEN.addSubnet(network, bits, 'ipv6');
 }
 
@@ -31,7 +48,9 @@ export function createGuardedLookup(allowPrivate: boolean): LookupFunction {
       if (error) return callback(error, []);
       const allowed = allowPrivate ? addresses : addresses.filter((entry) => isPublicAddress(entry.address));
       if (allowed.length === 0) {
-        const refused = new Error(`webhook host ${hostname} resolves only to private addresses`) as NodeJS.ErrnoException;
+        const refused = new Error(
+          `webhook host ${hostname} resolves only to private addresses`,
+        ) as NodeJS.ErrnoException;
         refused.code = 'EPRIVATEADDRESS';
         return callback(refused, []);
       }
@@ -52,16 +71,22 @@ export async function checkWebhookUrl(raw: string, allowPrivate: boolean): Promi
   }
   const protocols = allowPrivate ? ['https:', 'http:'] : ['https:'];
   if (!protocols.includes(url.protocol)) throw new GatewayError('invalid_request', 'url must use https');
-  if (url.username || url.password) throw new GatewayError('invalid_request', 'url must not carry credentials');
+  if (url.username || url.password)
+    throw new GatewayError('invalid_request', 'url must not carry credentials');
   if (allowPrivate) return url;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const addresses = isIP(host) ? [host] : await resolveAll(host);
   if (addresses.length === 0 || !addresses.every(isPublicAddress)) {
-    throw new GatewayError('invalid_request', 'url must resolve to public addresses only (no loopback, private, link-local or metadata addresses)');
+    throw new GatewayError(
+      'invalid_request',
+      'url must resolve to public addresses only (no loopback, private, link-local or metadata addresses)',
+    );
   }
   return url;
 }
 
 function resolveAll(host: string): Promise<string[]> {
-  return new Promise((resolve) => lookup(host, { all: true }, (error, addresses) => resolve(error ? [] : addresses.map((a) => a.address))));
+  return new Promise((resolve) =>
+    lookup(host, { all: true }, (error, addresses) => resolve(error ? [] : addresses.map((a) => a.address))),
+  );
 }

@@ -36,7 +36,10 @@ export class WebhookDispatcher {
 
   constructor(options: DispatcherOptions) {
     this.#o = { timeoutMs: 10_000, retryDelaysMs: DEFAULT_RETRY_DELAYS_MS, pollMs: 1_000, ...options };
-    this.#agent = new Agent({ connect: { lookup: createGuardedLookup(options.allowPrivate), timeout: this.#o.timeoutMs }, keepAliveTimeout: 10_000 });
+    this.#agent = new Agent({
+      connect: { lookup: createGuardedLookup(options.allowPrivate), timeout: this.#o.timeoutMs },
+      keepAliveTimeout: 10_000,
+    });
   }
 
   start(): void {
@@ -113,7 +116,10 @@ export class WebhookDispatcher {
         statusCode = response.statusCode;
         await response.body.dump();
       } catch (cause) {
-        error = (cause as Error).name === 'TimeoutError' ? `no answer within ${this.#o.timeoutMs} ms` : ((cause as Error).message || 'delivery failed');
+        error =
+          (cause as Error).name === 'TimeoutError'
+            ? `no answer within ${this.#o.timeoutMs} ms`
+            : (cause as Error).message || 'delivery failed';
       }
     }
     const now = clock();
@@ -121,9 +127,20 @@ export class WebhookDispatcher {
     const next = delivered ? undefined : nextAttemptAt(attempt, now, this.#o.retryDelaysMs);
     const status = delivered ? 'delivered' : next === undefined ? 'failed' : 'pending';
     await store.webhooks.recordAttempt(
-      { id: newId('whd'), eventId: event.id, accountId: event.accountId, attempt, url: endpoint?.url ?? '', statusCode, error, latencyMs: performance.now() - started, createdAt: now },
+      {
+        id: newId('whd'),
+        eventId: event.id,
+        accountId: event.accountId,
+        attempt,
+        url: endpoint?.url ?? '',
+        statusCode,
+        error,
+        latencyMs: performance.now() - started,
+        createdAt: now,
+      },
       { status, nextAttemptAt: next ?? now, now },
     );
-    if (status === 'failed') this.#o.logger.warn({ eventId: event.id, attempts: attempt }, 'webhook event failed for good');
+    if (status === 'failed')
+      this.#o.logger.warn({ eventId: event.id, attempts: attempt }, 'webhook event failed for good');
   }
 }

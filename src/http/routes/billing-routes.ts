@@ -38,10 +38,15 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
       },
     },
     async (request, reply) => {
-      const order = await services.payments.checkout(userOf(request).account, {
-        ...(request.body.plan !== undefined ? { plan: request.body.plan } : {}),
-        ...(request.body.topup_usd !== undefined ? { topupUsd: request.body.topup_usd } : {}),
-      });
+      const baseUrl = services.config.publicUrl ?? `${request.protocol}://${request.host}`;
+      const order = await services.payments.checkout(
+        userOf(request).account,
+        {
+          ...(request.body.plan !== undefined ? { plan: request.body.plan } : {}),
+          ...(request.body.topup_usd !== undefined ? { topupUsd: request.body.topup_usd } : {}),
+        },
+        baseUrl,
+      );
       return reply.status(201).send({ ...presentOrder(order), checkout_url: order.checkoutUrl });
     },
   );
@@ -52,11 +57,15 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
   });
 
   // The test provider's "card form": anyone holding the (unguessable) checkout URL may complete it.
-  app.get<{ Params: { id: string } }>('/checkout/:id', { schema: { params: orderParams } }, async (request, reply) => {
-    const order = await services.store.payments.order(request.params.id);
-    if (!order || order.provider !== 'test') throw new GatewayError('not_found', 'no such checkout');
-    return reply.type('text/html; charset=utf-8').send(checkoutPage(order));
-  });
+  app.get<{ Params: { id: string } }>(
+    '/checkout/:id',
+    { schema: { params: orderParams } },
+    async (request, reply) => {
+      const order = await services.store.payments.order(request.params.id);
+      if (!order || order.provider !== 'test') throw new GatewayError('not_found', 'no such checkout');
+      return reply.type('text/html; charset=utf-8').send(checkoutPage(order));
+    },
+  );
 
   app.post<{ Params: { id: string }; Body: { outcome: 'success' | 'failed'; reason?: FailureReason } }>(
     '/checkout/:id',
@@ -67,7 +76,10 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
           type: 'object',
           required: ['outcome'],
           additionalProperties: false,
-          properties: { outcome: { type: 'string', enum: ['success', 'failed'] }, reason: { type: 'string', enum: [...FAILURE_REASONS] } },
+          properties: {
+            outcome: { type: 'string', enum: ['success', 'failed'] },
+            reason: { type: 'string', enum: [...FAILURE_REASONS] },
+          },
         },
       },
     },
@@ -75,7 +87,10 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
       const order = await services.store.payments.order(request.params.id);
       if (!order || order.provider !== 'test') throw new GatewayError('not_found', 'no such checkout');
       const { outcome, reason } = request.body;
-      const applied = await services.payments.complete(order.id, outcome === 'success' ? { status: 'paid' } : { status: 'failed', reason: reason ?? 'card_declined' });
+      const applied = await services.payments.complete(
+        order.id,
+        outcome === 'success' ? { status: 'paid' } : { status: 'failed', reason: reason ?? 'card_declined' },
+      );
       if (!applied) throw new GatewayError('conflict', `order ${order.id} is already ${order.status}`);
       return presentOrder((await services.store.payments.order(order.id)) ?? order);
     },
@@ -89,7 +104,11 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
       const stripe = services.config.stripe;
       if (!stripe) throw new GatewayError('not_found', 'Stripe is not configured');
       const signature = request.headers['stripe-signature'];
-      const result = await services.payments.handleStripeEvent(String(request.body), Array.isArray(signature) ? signature[0] : signature, stripe.webhookSecret);
+      const result = await services.payments.handleStripeEvent(
+        String(request.body),
+        Array.isArray(signature) ? signature[0] : signature,
+        stripe.webhookSecret,
+      );
       return { received: true, result };
     });
   });

@@ -18,14 +18,26 @@ export function webhookRoutes(app: FastifyInstance, services: Services): void {
     '/api/webhooks/endpoint',
     {
       config,
-      schema: { body: { type: 'object', required: ['url'], additionalProperties: false, properties: { url: { type: 'string', maxLength: 2048 } } } },
+      schema: {
+        body: {
+          type: 'object',
+          required: ['url'],
+          additionalProperties: false,
+          properties: { url: { type: 'string', maxLength: 2048 } },
+        },
+      },
     },
     async (request) => {
       const accountId = userOf(request).account.id;
       const url = await checkWebhookUrl(request.body.url, services.config.webhookAllowPrivate);
       const existing = await store.webhooks.endpoint(accountId);
       const secret = existing?.secret ?? newSecret();
-      await store.webhooks.putEndpoint({ accountId, url: url.toString(), secret, createdAt: existing?.createdAt ?? clock() });
+      await store.webhooks.putEndpoint({
+        accountId,
+        url: url.toString(),
+        secret,
+        createdAt: existing?.createdAt ?? clock(),
+      });
       return { url: url.toString(), secret };
     },
   );
@@ -37,7 +49,8 @@ export function webhookRoutes(app: FastifyInstance, services: Services): void {
   });
 
   app.delete('/api/webhooks/endpoint', { config }, async (request) => {
-    if (!(await store.webhooks.deleteEndpoint(userOf(request).account.id))) throw new GatewayError('not_found', 'no webhook endpoint is set');
+    if (!(await store.webhooks.deleteEndpoint(userOf(request).account.id)))
+      throw new GatewayError('not_found', 'no webhook endpoint is set');
     return { deleted: true };
   });
 
@@ -51,11 +64,26 @@ export function webhookRoutes(app: FastifyInstance, services: Services): void {
 
   app.post('/api/webhooks/test', { config }, async (request, reply) => {
     const accountId = userOf(request).account.id;
-    if (!(await store.webhooks.endpoint(accountId))) throw new GatewayError('invalid_request', 'set a webhook endpoint first');
+    if (!(await store.webhooks.endpoint(accountId)))
+      throw new GatewayError('invalid_request', 'set a webhook endpoint first');
     const now = clock();
     const id = newId('evt');
-    const payload = JSON.stringify({ event_type: 'webhook.test', event_id: id, timestamp: new Date(now).toISOString() });
-    await store.webhooks.enqueue({ id, accountId, eventType: 'webhook.test', payload, status: 'pending', attempts: 0, nextAttemptAt: now, createdAt: now, finishedAt: null });
+    const payload = JSON.stringify({
+      event_type: 'webhook.test',
+      event_id: id,
+      timestamp: new Date(now).toISOString(),
+    });
+    await store.webhooks.enqueue({
+      id,
+      accountId,
+      eventType: 'webhook.test',
+      payload,
+      status: 'pending',
+      attempts: 0,
+      nextAttemptAt: now,
+      createdAt: now,
+      finishedAt: null,
+    });
     services.dispatcher.nudge();
     return reply.status(202).send({ event_id: id, status: 'queued' });
   });
@@ -79,7 +107,10 @@ export function webhookRoutes(app: FastifyInstance, services: Services): void {
 
   app.post<{ Params: { id: string } }>(
     '/api/webhooks/deliveries/:id/redeliver',
-    { config, schema: { params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } } },
+    {
+      config,
+      schema: { params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } },
+    },
     async (request, reply) => {
       const delivery = await store.webhooks.delivery(userOf(request).account.id, request.params.id);
       if (!delivery) throw new GatewayError('not_found', `no delivery ${request.params.id}`);

@@ -19,7 +19,8 @@ export interface DispatcherOptions {
   pollMs?: number;
 }
 
-const LEASE_MS = 60_000;
+/** An attempt cannot outlast its timeout; past this margin a lease is another instance's to take. */
+const LEASE_MARGIN_MS = 10_000;
 const BATCH = 20;
 
 /**
@@ -80,7 +81,11 @@ export class WebhookDispatcher {
     try {
       for (;;) {
         const now = this.#o.clock();
-        const events = await this.#o.store.webhooks.claimDue(now, now + LEASE_MS, BATCH);
+        const events = await this.#o.store.webhooks.claimDue(
+          now,
+          now + this.#o.timeoutMs + LEASE_MARGIN_MS,
+          BATCH,
+        );
         if (events.length === 0) return;
         await Promise.all(events.map((event) => this.#deliver(event)));
       }

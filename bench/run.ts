@@ -1,0 +1,444 @@
+// The benchmark harness: `npm run bench` (add `--quick` for one short round, `--no-peer` to skip Portkey,
+// `--soak=SECONDS` for a memory soak). Gateways are pinned to core 0, the mock upstream and this load
+// generator to core 1. Results go to docs/performance.md; exit status 1 if Tollgate answered anything but 200.
+import { execFileSync, execSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { CAN_PIN, residentMiB, startPinned, treeCpuSeconds, type Started } from './lib/processes.ts';
+import {
+  closedLoop,
+  oneStream,
+  openLoop,
+  streams,
+  summarize,
+  type StreamStats,
+  type Target,
+} from './lib/load.ts';
+import { admissionBench, settlementBench, type MicroResult } from './lib/micro.ts';
+
+const args = new Set(process.argv.slice(2));
+const QUICK = args.has('--quick');
+const PEER = !args.has('--no-peer');
+const SOAK_SECONDS = Number([...args].find((a) => a.startsWith('--soak='))?.slice(7) ?? 0);
+const ROUNDS = QUICK ? 1 : 3;
+const THROUGHPUT_MS = QUICK ? 2_000 : 5_000;
+const LATENCY_MS = QUICK ? 2_000 : 4_000;
+const CONCURRENT_STREAMS = 2_000;
+const ROOT = new URL('..', import.meta.url).pathname;
+const ADMIN = 'tg-admin-bench-0123456789abcdef';
+const PG_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+
+const log = (line: string): void => void process.stdout.write(`${line}\n`);
+const freePort = (): Promise<number> =>
+  new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+
+async function startTollgate(mockPort: number): Promise<{ process: Started; target: Target; dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
+  const config = join(dir, 'tollgate.yaml');
+  writeFileSync(
+    config,
+    `providers:\n  - { id: mock, type: openai, base_url: "http://127.0.0.1:${mockPort}/v1" }\nmodels:\n  model-b:\n    deployments: [{ provider: mock, model: mock-model }]\n`,
+  );
+  const started = await startPinned(
+    0,
+    process.execPath,
+    [join(ROOT, 'src/main.ts')],
+    {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: `sqlite:${join(dir, 'tollgate.db')}`,
+      TOLLGATE_CONFIG: config,
+      TOLLGATE_ADMIN_KEY: ADMIN,
+      LOG_LEVEL: 'warn',
+    },
+    /listening on (http:\/\/[\d.:]+)/,
+  );
+  const origin = started.match[1]!;
+  const call = async (method: string, path: string, key: string, body?: unknown) => {
+    const response = await fetch(`${origin}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    return response.json() as Promise<any>;
+  };
+  const registered = (await (
+    await fetch(`${origin}/api/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'bench@example.com', password: 'benchmark-password' }),
+    })
+  ).json()) as any;
+  const key: string = registered.api_key.key;
+  await call('PUT', `/api/admin/accounts/${registered.account.id}/plan`, ADMIN, { plan: 'enterprise' });
+  await call('POST', `/api/admin/accounts/${registered.account.id}/credits`, ADMIN, {
+    amount_usd: 1_000_000,
+  });
+  return {
+    process: started,
+    dir,
+    target: {
+      name: 'Tollgate',
+      origin,
+      path: '/v1/chat/completions',
+      headers: { authorization: `Bearer ${key}` },
+      pid: started.pid,
+    },
+  };
+}
+
+async function startPortkey(mockPort: number): Promise<{ process: Started; target: Target } | undefined> {
+  const peer = join(ROOT, 'bench/.peer');
+  const entry = join(peer, 'node_modules/@portkey-ai/gateway/build/start-server.js');
+  if (!existsSync(entry)) {
+    log('installing the peer (Portkey 1.15.2, @hono/node-server 1.13.5) into bench/.peer …');
+    mkdirSync(peer, { recursive: true });
+    writeFileSync(
+      join(peer, 'package.json'),
+      JSON.stringify({ private: true, overrides: { '@hono/node-server': '1.13.5' } }),
+    );
+    try {
+      execSync(
+        'npm install --no-audit --no-fund --omit=dev @portkey-ai/gateway@1.15.2 @hono/node-server@1.13.5',
+        { cwd: peer, stdio: 'ignore' },
+      );
+    } catch (error) {
+      log(`peer install failed, Portkey is left out: ${(error as Error).message}`);
+      return undefined;
+    }
+  }
+  const port = await freePort();
+  const started = await startPinned(
+    0,
+    process.execPath,
+    [entry, `--port=${port}`, '--headless'],
+    {},
+    /./,
+    30_000,
+  );
+  for (let i = 0; i < 100; i++) {
+    try {
+      await fetch(`http://127.0.0.1:${port}/`);
+      break;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  return {
+    process: started,
+    target: {
+      name: 'Portkey 1.15.2',
+      origin: `http://127.0.0.1:${port}`,
+      path: '/v1/chat/completions',
+      headers: {
+        authorization: 'Bearer sk-bench',
+        'x-portkey-provider': 'openai',
+        'x-portkey-custom-host': `http://127.0.0.1:${mockPort}/v1`,
+      },
+      pid: started.pid,
+    },
+  };
+}
+
+interface Row {
+  target: string;
+  rps: number[];
+  cpuMicros: number[];
+  latency: Record<number, { p50: number[]; p99: number[] }>;
+  ttft: number[];
+  gapP50: number[];
+  gapP99: number[];
+  events: number[];
+  maxEventsPerRead: number;
+  non200: number;
+}
+
+const median = (values: number[]): number => {
+  const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  return sorted.length === 0 ? NaN : sorted[Math.floor(sorted.length / 2)]!;
+};
+const spread = (values: number[]): string => {
+  const finite = values.filter(Number.isFinite);
+  return finite.length < 2 ? '' : ` (${Math.min(...finite).toFixed(1)}–${Math.max(...finite).toFixed(1)})`;
+};
+
+async function main(): Promise<void> {
+  if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+  log(
+    `pinning: ${CAN_PIN ? 'gateways on core 0, mock and load generator on core 1' : 'taskset unavailable, unpinned'}`,
+  );
+  const mock = await startPinned(
+    1,
+    process.execPath,
+    [join(ROOT, 'bench/mock-upstream.ts')],
+    {},
+    /listening (\d+)/,
+  );
+  const mockPort = Number(mock.match[1]);
+  const bare = await startPinned(
+    0,
+    process.execPath,
+    [join(ROOT, 'bench/bare-proxy.ts')],
+    { PROXY_TARGET: `http://127.0.0.1:${mockPort}` },
+    /listening (\d+)/,
+  );
+  const tollgate = await startTollgate(mockPort);
+  const portkey = PEER ? await startPortkey(mockPort) : undefined;
+  const direct: Target = {
+    name: 'mock (direct)',
+    origin: `http://127.0.0.1:${mockPort}`,
+    path: '/v1/chat/completions',
+    headers: {},
+  };
+  const targets: Target[] = [
+    direct,
+    {
+      name: 'bare node:http proxy',
+      origin: `http://127.0.0.1:${bare.match[1]}`,
+      path: '/v1/chat/completions',
+      headers: {},
+      pid: bare.pid,
+    },
+    tollgate.target,
+    ...(portkey ? [portkey.target] : []),
+  ];
+  const rows = new Map<string, Row>(
+    targets.map((t) => [
+      t.name,
+      {
+        target: t.name,
+        rps: [],
+        cpuMicros: [],
+        latency: { 1: { p50: [], p99: [] }, 16: { p50: [], p99: [] }, 64: { p50: [], p99: [] } },
+        ttft: [],
+        gapP50: [],
+        gapP99: [],
+        events: [],
+        maxEventsPerRead: 0,
+        non200: 0,
+      },
+    ]),
+  );
+
+  try {
+    log('warming up …');
+    for (const target of targets) {
+      const warm = await closedLoop(target, 8, QUICK ? 1_000 : 3_000);
+      rows.get(target.name)!.non200 += warm.non200;
+    }
+    for (let round = 1; round <= ROUNDS; round++) {
+      log(`round ${round}/${ROUNDS}`);
+      for (const target of targets) {
+        const row = rows.get(target.name)!;
+        const cpuBefore = target.pid ? treeCpuSeconds(target.pid) : 0;
+        const run = await closedLoop(target, 16, THROUGHPUT_MS);
+        const cpu = target.pid ? treeCpuSeconds(target.pid) - cpuBefore : NaN;
+        row.rps.push(run.requests / run.seconds);
+        row.cpuMicros.push((cpu * 1e6) / run.requests);
+        row.non200 += run.non200;
+        for (const connections of [1, 16, 64] as const) {
+          const rate = connections === 1 ? 200 : 500;
+          const result = await openLoop(target, connections, rate, LATENCY_MS);
+          const stats = summarize(result.latencies);
+          row.latency[connections]!.p50.push(stats.p50);
+          row.latency[connections]!.p99.push(stats.p99);
+          row.non200 += result.non200;
+        }
+        const streamed: StreamStats = await streams(target, QUICK ? 16 : 40, 8);
+        row.ttft.push(summarize(streamed.ttft).p50);
+        const gaps = summarize(streamed.gaps);
+        row.gapP50.push(gaps.p50);
+        row.gapP99.push(gaps.p99);
+        row.events.push(...streamed.events);
+        row.maxEventsPerRead = Math.max(row.maxEventsPerRead, streamed.maxEventsPerRead);
+        row.non200 += streamed.non200;
+        log(
+          `  ${target.name}: ${Math.round(run.requests / run.seconds)} req/s, ${((cpu * 1e6) / run.requests).toFixed(0)} µs CPU/req`,
+        );
+      }
+    }
+
+    log(`${CONCURRENT_STREAMS} concurrent streams through Tollgate …`);
+    const held = await concurrentStreams(tollgate.target, CONCURRENT_STREAMS);
+    rows.get('Tollgate')!.non200 += held.non200;
+    const soak = SOAK_SECONDS > 0 ? await soakRun(tollgate.target, SOAK_SECONDS) : undefined;
+
+    log('micro benchmarks …');
+    const micro = [...(await settlementBench(PG_URL)), ...(await admissionBench(REDIS_URL))];
+    writeReport([...rows.values()], held, soak, micro);
+    const failures = rows.get('Tollgate')!.non200;
+    log(`Tollgate non-200 answers: ${failures}`);
+    if (failures > 0) process.exitCode = 1;
+  } finally {
+    await Promise.all([mock.stop(), bare.stop(), tollgate.process.stop(), portkey?.process.stop()]);
+    rmSync(tollgate.dir, { recursive: true, force: true });
+  }
+}
+
+interface Held {
+  streams: number;
+  completed: number;
+  non200: number;
+  peakMiB: number;
+  baselineMiB: number;
+  maxGapMs: number;
+  stalls: number;
+}
+
+/** Holds `count` streams open at once (64 chunks every 50 ms each) and watches the gateway's memory. */
+async function concurrentStreams(target: Target, count: number): Promise<Held> {
+  const baselineMiB = residentMiB(target.pid!);
+  const pool = new Pool(target.origin, { connections: count, pipelining: 1 });
+  const stats: StreamStats = { ttft: [], gaps: [], events: [], maxEventsPerRead: 0, non200: 0, completed: 0 };
+  let peakMiB = baselineMiB;
+  const sampler = setInterval(() => (peakMiB = Math.max(peakMiB, residentMiB(target.pid!))), 100);
+  const body = JSON.stringify({
+    model: 'model-b',
+    max_tokens: 16,
+    stream: true,
+    mock_interval_ms: 50,
+    messages: [{ role: 'user', content: 'hold me' }],
+  });
+  await Promise.all(
+    Array.from({ length: count }, () =>
+      oneStream(pool, target, body, stats).catch(() => void (stats.non200 += 1)),
+    ),
+  );
+  clearInterval(sampler);
+  await pool.close();
+  const maxGapMs = Math.max(...stats.gaps);
+  return {
+    streams: count,
+    completed: stats.completed,
+    non200: stats.non200,
+    peakMiB,
+    baselineMiB,
+    maxGapMs,
+    stalls: stats.gaps.filter((g) => g > 500).length,
+  };
+}
+
+/** Steady streaming load for `seconds`, sampling resident memory every 10 s. */
+async function soakRun(target: Target, seconds: number): Promise<{ samples: number[] }> {
+  log(`soak: ${seconds} s …`);
+  const samples: number[] = [residentMiB(target.pid!)];
+  const sampler = setInterval(() => samples.push(residentMiB(target.pid!)), 10_000);
+  const stopAt = Date.now() + seconds * 1000;
+  const pool = new Pool(target.origin, { connections: 200, pipelining: 1 });
+  const stats: StreamStats = { ttft: [], gaps: [], events: [], maxEventsPerRead: 0, non200: 0, completed: 0 };
+  const body = JSON.stringify({
+    model: 'model-b',
+    max_tokens: 16,
+    stream: true,
+    messages: [{ role: 'user', content: 'soak' }],
+  });
+  await Promise.all(
+    Array.from({ length: 200 }, async () => {
+      while (Date.now() < stopAt) await oneStream(pool, target, body, stats).catch(() => {});
+    }),
+  );
+  clearInterval(sampler);
+  samples.push(residentMiB(target.pid!));
+  await pool.close();
+  return { samples };
+}
+
+function writeReport(
+  rows: Row[],
+  held: Held,
+  soak: { samples: number[] } | undefined,
+  micro: MicroResult[],
+): void {
+  const byName = new Map(rows.map((r) => [r.target, r]));
+  const direct = byName.get('mock (direct)')!;
+  const bare = byName.get('bare node:http proxy')!;
+  const tollgate = byName.get('Tollgate')!;
+  const portkey = byName.get('Portkey 1.15.2');
+  const commit = (() => {
+    try {
+      return execSync('git rev-parse --short HEAD', { cwd: ROOT }).toString().trim();
+    } catch {
+      return 'unknown';
+    }
+  })();
+  const added = (row: Row, c: number, p: 'p50' | 'p99'): string =>
+    (median(row.latency[c]![p]) - median(direct.latency[c]![p])).toFixed(3);
+  const lines: string[] = [
+    '# Performance',
+    '',
+    'Written by `npm run bench` (bench/run.ts); the analysis at the end is kept between runs.',
+    '',
+    `- Date: ${new Date().toISOString()}`,
+    `- Commit: ${commit}`,
+    `- Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+    `- Pinning: ${CAN_PIN ? 'each gateway on core 0; mock upstream and load generator on core 1' : 'none (taskset unavailable)'}`,
+    `- Rounds: ${ROUNDS}, interleaved (every target once per round); medians across rounds, (min–max) where shown`,
+    '- Request: `model-b`, one short user message, `max_tokens: 16`; Tollgate runs its full path on the embedded store: key lookup, admission, credit hold, relay, metering, settlement and usage record',
+    '',
+    '## Non-streamed requests',
+    '',
+    "Throughput: 16 connections, closed loop. CPU: the gateway process's user+system time from /proc, divided by requests served. Latency: open loop at a fixed rate (200 req/s on 1 connection, 500 req/s on 16 and 64), measured from the scheduled send; \"added\" is the target's percentile minus the direct mock's in the same rounds.",
+    '',
+    '| target | req/s | CPU µs/req | added p50 @1 (ms) | added p50 @16 | added p99 @16 | added p50 @64 | added p99 @64 |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((row) =>
+      row === direct
+        ? `| ${row.target} | ${median(row.rps).toFixed(0)} | – | (p50 ${median(row.latency[1]!.p50).toFixed(3)} ms) | (p50 ${median(row.latency[16]!.p50).toFixed(3)}) | (p99 ${median(row.latency[16]!.p99).toFixed(3)}) | (p50 ${median(row.latency[64]!.p50).toFixed(3)}) | (p99 ${median(row.latency[64]!.p99).toFixed(3)}) |`
+        : `| ${row.target} | ${median(row.rps).toFixed(0)} | ${median(row.cpuMicros).toFixed(0)}${spread(row.cpuMicros)} | ${added(row, 1, 'p50')} | ${added(row, 16, 'p50')} | ${added(row, 16, 'p99')} | ${added(row, 64, 'p50')} | ${added(row, 64, 'p99')} |`,
+    ),
+    '',
+    `Ratios: Tollgate CPU/request is ${(median(tollgate.cpuMicros) / median(bare.cpuMicros)).toFixed(2)}× the bare proxy's (target ≤ 1.3×)${portkey ? ` and ${(median(tollgate.cpuMicros) / median(portkey.cpuMicros)).toFixed(2)}× Portkey's (target ≤ 0.2×)` : ''}.`,
+    '',
+    '## Streams',
+    '',
+    'Each stream: 64 content chunks, one every 20 ms from the mock; 8 at a time. TTFT: time to the first content chunk; gap: time between content chunks as read by the client; "max chunks per read" above 1 would mean chunks were batched.',
+    '',
+    '| target | TTFT p50 (ms) | added TTFT (ms) | gap p50 (ms) | gap p99 (ms) | chunks per stream | max chunks per read |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...rows.map(
+      (row) =>
+        `| ${row.target} | ${median(row.ttft).toFixed(2)} | ${row === direct ? '–' : (median(row.ttft) - median(direct.ttft)).toFixed(2)} | ${median(row.gapP50).toFixed(2)} | ${median(row.gapP99).toFixed(2)} | ${median(row.events)} | ${row.maxEventsPerRead} |`,
+    ),
+    '',
+    `## ${held.streams} concurrent streams on one Tollgate instance`,
+    '',
+    `- Completed: ${held.completed} of ${held.streams}; errors or non-200: ${held.non200}`,
+    `- Resident memory: ${held.baselineMiB.toFixed(0)} MiB before, ${held.peakMiB.toFixed(0)} MiB at the peak (target < 300 MB)`,
+    `- Longest gap between chunks: ${held.maxGapMs.toFixed(0)} ms (mock pace 50 ms); gaps over 500 ms (stalls): ${held.stalls}`,
+    ...(soak
+      ? ['', `Soak: resident MiB every 10 s: ${soak.samples.map((s) => s.toFixed(0)).join(', ')}`]
+      : ['', 'Soak: not run this time (`npm run bench -- --soak=600`).']),
+    '',
+    '## Settlement, holds and admission',
+    '',
+    '| what | per second | µs each | how |',
+    '|---|---:|---:|---|',
+    ...micro.map(
+      (m) =>
+        `| ${m.name} | ${Number.isFinite(m.perSecond) ? m.perSecond.toFixed(0) : '–'} | ${Number.isFinite(m.microsEach) ? m.microsEach.toFixed(1) : '–'} | ${m.note} |`,
+    ),
+    '',
+    `Tollgate answered ${tollgate.non200} requests with something other than 200.`,
+    '',
+  ];
+  const path = join(ROOT, 'docs/performance.md');
+  const marker = '<!-- analysis: kept by the harness -->';
+  const previous = existsSync(path) ? readFileSync(path, 'utf8') : '';
+  const analysis = previous.includes(marker)
+    ? previous.slice(previous.indexOf(marker))
+    : `${marker}\n\n## Analysis\n\n(to be written)\n`;
+  mkdirSync(join(ROOT, 'docs'), { recursive: true });
+  writeFileSync(path, `${lines.join('\n')}\n${analysis}`);
+  log(lines.join('\n'));
+}
+
+await main();

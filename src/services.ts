@@ -4,6 +4,7 @@ import { AccountsService } from './accounts/accounts-service.ts';
 import { KeyCache } from './accounts/key-cache.ts';
 import { createLogMailer, createSmtpMailer, type Mailer } from './accounts/mailer.ts';
 import type { Config, PlanConfig } from './config/config.ts';
+import { createHoldBook, type HoldBook } from './billing/hold-book.ts';
 import { SettlementQueue } from './billing/settlement-queue.ts';
 import { ChatGateway } from './gateway/chat-gateway.ts';
 import { createHoldRecoveryJob, createRetentionJob, Scheduler } from './jobs/scheduler.ts';
@@ -57,6 +58,7 @@ export interface Services {
   router: Router;
   limiter: Limiter;
   settlements: SettlementQueue;
+  holds: HoldBook;
   metrics: Metrics;
   scheduler: Scheduler;
   payments: PaymentsService;
@@ -137,6 +139,8 @@ export function createServices(options: ServicesOptions): Services {
     logger,
     options.spoolPath ?? defaultSpoolPath(config.databaseUrl),
   );
+  const holds = createHoldBook(store);
+  settlements.onSettled = (batch) => holds.settled(batch.map((settlement) => settlement.requestId));
 
   const planOf = (account: AccountRecord): PlanConfig =>
     config.plans.get(account.plan) ?? (config.plans.get('free_trial') as PlanConfig);
@@ -203,6 +207,7 @@ export function createServices(options: ServicesOptions): Services {
     router,
     limiter,
     settlements,
+    holds,
     metrics,
     clock,
     logger,
@@ -223,6 +228,7 @@ export function createServices(options: ServicesOptions): Services {
     router,
     limiter,
     settlements,
+    holds,
     metrics,
     scheduler,
     payments,

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { costMicros } from '../billing/pricing.ts';
+import type { HoldBook } from '../billing/hold-book.ts';
 import type { SettlementQueue } from '../billing/settlement-queue.ts';
 import type { Config, ModelConfig } from '../config/config.ts';
 import type { Limiter, LimitSet } from '../limits/limiter.ts';
@@ -55,6 +56,7 @@ export interface ChatGatewayOptions {
   router: Router;
   limiter: Limiter;
   settlements: SettlementQueue;
+  holds: HoldBook;
   metrics: Metrics;
   clock: Clock;
   logger: Logger;
@@ -123,7 +125,7 @@ export class ChatGateway {
     const holdMicros = costMicros(model, promptTokens, request.maxTokens ?? model.defaultMaxTokens);
     const held =
       holdMicros === 0 ||
-      (await store.ledger.hold(ctx.requestId, account.id, holdMicros, now, now + HOLD_TTL_MS));
+      (await this.#o.holds.hold(ctx.requestId, account.id, holdMicros, now, now + HOLD_TTL_MS));
     if (!held) {
       await limiter.release(key.id, ctx.requestId, reservedTokens, now);
       const standing = this.#o.billingStanding(account, await store.ledger.balance(account.id, now), now);

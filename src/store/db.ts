@@ -14,6 +14,11 @@ export interface Db {
   get<T = Row>(sql: string, params?: readonly SqlParam[]): Promise<T | undefined>;
   /** Runs a statement; resolves to the number of rows it changed. */
   run(sql: string, params?: readonly SqlParam[]): Promise<number>;
+  /**
+   * The first row of a query, read synchronously: only engines that run in-process (SQLite) have it.
+   * Inside this process it cannot interleave with other JavaScript, which makes check-and-reserve atomic.
+   */
+  readNow?<T = Row>(sql: string, params?: readonly SqlParam[]): T | undefined;
   /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
   /** `FOR UPDATE` where the engine has row locks; empty where writers are serialized anyway. */

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
@@ -17,9 +18,17 @@ export async function startGatewayProcess(env: Record<string, string>): Promise<
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // A failed assertion must not leave a gateway running (its pipes would keep the test process alive).
+  const reap = (): void => void child.kill('SIGKILL');
+  process.once('exit', reap);
+  child.once('exit', () => process.off('exit', reap));
   let output = '';
   child.stdout?.on('data', (piece: Buffer) => (output += piece.toString()));
   child.stderr?.on('data', (piece: Buffer) => (output += piece.toString()));
+  // Piped stdio are sockets at run time; unref them so they alone never keep the test process alive.
+  (child.stdout as unknown as Socket | null)?.unref();
+  (child.stderr as unknown as Socket | null)?.unref();
+  child.unref();
   const exited = new Promise<number | string>((resolve) =>
     child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)),
   );

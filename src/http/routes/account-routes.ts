@@ -11,11 +11,18 @@ export function accountRoutes(app: FastifyInstance, services: Services): void {
     const now = clock();
     const { account: cached } = userOf(request);
     const account = (await store.accounts.byId(cached.id)) ?? cached;
-    const [balance, grants, dailyTokens] = await Promise.all([
+    const [stored, grants, dailyTokens] = await Promise.all([
       store.ledger.balance(account.id, now),
       store.ledger.liveGrants(account.id, now),
       store.usage.dayTokens(account.id, utcDay(now)),
     ]);
+    // Holds of requests in flight that only this process knows of (the embedded store keeps them in memory).
+    const inFlight = services.holds.heldMicros(account.id);
+    const balance = {
+      ...stored,
+      heldMicros: stored.heldMicros + inFlight,
+      availableMicros: stored.availableMicros - inFlight,
+    };
     const limits = services.limitsOf(account);
     const standing = services.billingStanding(account, balance, now);
     return {

@@ -49,6 +49,10 @@ class SqliteDb implements Db {
     return this.#statement(sql).get(...params) as T | undefined;
   }
 
+  readNow<T>(sql: string, params: readonly SqlParam[] = []): T | undefined {
+    return this.getNow<T>(sql, params);
+  }
+
   runNow(sql: string, params: readonly SqlParam[]): number {
     return Number(this.#statement(sql).run(...params).changes);
   }

@@ -1,0 +1,97 @@
+import type { Store } from '../store/store.ts';
+
+/**
+ * Where credit is reserved for requests in flight. A hold is released when the request's charge commits,
+ * never before, so concurrent requests can never spend more than the balance.
+ */
+export interface HoldBook {
+  /** Reserves `amountMicros` if the account can afford it; false (nothing taken) if not. */
+  hold(
+    requestId: string,
+    accountId: string,
+    amountMicros: number,
+    now: number,
+    expiresAt: number,
+  ): Promise<boolean>;
+  /** The settlements of these requests have committed: their holds are gone. */
+  settled(requestIds: readonly string[]): void;
+  /** What this book holds for the account beyond what the database shows. */
+  heldMicros(accountId: string): number;
+}
+
+/** The book for the store: durable, row-locked holds on a shared database; in-process holds on SQLite. */
+export function createHoldBook(store: Store): HoldBook {
+  const readNow = store.db.readNow?.bind(store.db);
+  return readNow ? new ProcessHoldBook(readNow) : new DatabaseHoldBook(store);
+}
+
+/** Several instances share PostgreSQL: the hold is a row, taken under the account's row lock. */
+class DatabaseHoldBook implements HoldBook {
+  readonly #store: Store;
+  constructor(store: Store) {
+    this.#store = store;
+  }
+  hold(
+    requestId: string,
+    accountId: string,
+    amountMicros: number,
+    now: number,
+    expiresAt: number,
+  ): Promise<boolean> {
+    return this.#store.ledger.hold(requestId, accountId, amountMicros, now, expiresAt);
+  }
+  settled(): void {
+    // The settlement's own transaction deleted the hold row.
+  }
+  heldMicros(): number {
+    return 0;
+  }
+}
+
+type ReadNow = <T>(sql: string, params?: readonly (string | number | null)[]) => T | undefined;
+
+/**
+ * The embedded store has exactly one instance, and a restart voids every hold anyway, so holds live in this
+ * process: one synchronous read of the account's credit and a map update, with no await in between, so no
+ * other request can slip through. No write per request.
+ */
+class ProcessHoldBook implements HoldBook {
+  readonly #byAccount = new Map<string, number>();
+  readonly #byRequest = new Map<string, { accountId: string; amountMicros: number }>();
+  readonly #readNow: ReadNow;
+
+  constructor(readNow: ReadNow) {
+    this.#readNow = readNow;
+  }
+
+  async hold(requestId: string, accountId: string, amountMicros: number, now: number): Promise<boolean> {
+    const row = this.#readNow<{ credit: number | null; held: number; debt: number; credit_limit: number }>(
+      `SELECT (SELECT CAST(SUM(remaining_micros) AS BIGINT) FROM credit_grants WHERE account_id = $1 AND expires_at > $2) AS credit,
+              held_micros AS held, debt_micros AS debt, credit_limit_micros AS credit_limit
+       FROM accounts WHERE id = $1`,
+      [accountId, now],
+    );
+    if (!row) return false;
+    const held = this.heldMicros(accountId);
+    const available = Number(row.credit ?? 0) - row.held - row.debt + row.credit_limit - held;
+    if (available < amountMicros || available <= 0) return false;
+    this.#byAccount.set(accountId, held + amountMicros);
+    this.#byRequest.set(requestId, { accountId, amountMicros });
+    return true;
+  }
+
+  settled(requestIds: readonly string[]): void {
+    for (const requestId of requestIds) {
+      const hold = this.#byRequest.get(requestId);
+      if (!hold) continue;
+      this.#byRequest.delete(requestId);
+      const left = (this.#byAccount.get(hold.accountId) ?? 0) - hold.amountMicros;
+      if (left > 0) this.#byAccount.set(hold.accountId, left);
+      else this.#byAccount.delete(hold.accountId);
+    }
+  }
+
+  heldMicros(accountId: string): number {
+    return this.#byAccount.get(accountId) ?? 0;
+  }
+}

@@ -315,7 +315,7 @@ async function concurrentStreams(target: Target, count: number): Promise<Held> {
   );
   clearInterval(sampler);
   await pool.close();
-  const maxGapMs = Math.max(...stats.gaps);
+  const maxGapMs = stats.gaps.reduce((max, gap) => Math.max(max, gap), 0);
   return {
     streams: count,
     completed: stats.completed,

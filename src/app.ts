@@ -33,6 +33,10 @@ export function createApp(services: Services): FastifyInstance {
     genReqId: createRequestIds(),
     trustProxy: process.env['TOLLGATE_TRUST_PROXY'] === 'true',
     return503OnClosing: true,
+    // Bodies are read and copied by spread, never merged into existing objects: a "__proto__" key in JSON
+    // stays a plain own property, so the poisoning scan is cost without protection here.
+    onProtoPoisoning: 'ignore',
+    onConstructorPoisoning: 'ignore',
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false },
     },

@@ -230,7 +230,7 @@ for (const backend of BACKENDS) {
         body: JSON.stringify({ email: 'a@b.co', password: 'x'.repeat(5 * 1024 * 1024) }),
       });
       assert.equal(big.status, 413);
-      ERROR_SHAPE(big.body, 'payload_too_large');
+      ERROR_SHAPE(big.body, 'invalid_request');
       const text = await server.call('POST', '/api/auth/register', {
         body: 'email=a',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },

@@ -16,7 +16,7 @@ export function toGatewayError(error: unknown): GatewayError {
     return new GatewayError('invalid_request', `${field} ${detail}`, { cause: error });
   }
   if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return new GatewayError('payload_too_large', 'request body is too large', { cause: error });
+    return new GatewayError('invalid_request', 'request body is too large', { cause: error, status: 413 });
   }
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {

@@ -197,8 +197,11 @@ export class Router {
   }
 
   /** The model's deployments in weighted-random order, then each fallback model's. */
-  #candidates(modelId: string): Deployment[] {
+  #candidates(modelId: string): readonly Deployment[] {
     const model = this.#models.get(modelId);
+    const own = this.#deployments.get(modelId) ?? [];
+    // The common case, one deployment and no fallback, needs no new array per request.
+    if (own.length === 1 && !model?.fallbacks.length) return own;
     const order = [modelId, ...(model?.fallbacks ?? [])];
     return order.flatMap((id) => this.#weightedOrder(this.#deployments.get(id) ?? []));
   }

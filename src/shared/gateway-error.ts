@@ -8,7 +8,6 @@ export const ERROR_CODES = {
   not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   conflict: { status: 409, type: 'invalid_request_error' },
-  payload_too_large: { status: 413, type: 'invalid_request_error' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'api_error' },
   provider_error: { status: 502, type: 'api_error' },

@@ -23,6 +23,8 @@ export interface Db {
   transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
   /** `FOR UPDATE` where the engine has row locks; empty where writers are serialized anyway. */
   readonly forUpdate: string;
+  /** `FOR UPDATE SKIP LOCKED` for queue claims where the engine has it; empty where writers are serialized. */
+  readonly skipLocked: string;
   /** Checks the connection; resolves to the round trip in milliseconds. */
   ping(): Promise<number>;
   close(): Promise<void>;

@@ -134,6 +134,8 @@ export class LedgerRepo {
   /**
    * Applies finished requests in one transaction: releases each hold, charges the actual cost against the
    * grants that expire first, records usage and the daily rollup. A request id already settled changes nothing.
+   * Work is aggregated per batch: one usage record per request, but one charge per account and one rollup
+   * update per (day, account, key, model).
    */
   async settle(settlements: readonly Settlement[]): Promise<void> {
     if (settlements.length === 0) return;
@@ -141,9 +143,7 @@ export class LedgerRepo {
     const ordered = [...settlements].sort((a, b) =>
       a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0,
     );
-    await this.#db.transaction(async (tx) => {
-      for (const settlement of ordered) await settleOne(tx, settlement);
-    });
+    await this.#db.transaction(async (tx) => settleBatch(tx, ordered));
   }
 
   /** Releases holds whose request can no longer settle (its instance died); returns how many. */
@@ -180,60 +180,98 @@ async function releaseHold(tx: Db, requestId: string): Promise<number> {
   return hold.amount_micros;
 }
 
-async function settleOne(tx: Db, s: Settlement): Promise<void> {
-  // The record goes first: a request id settled before (a retried batch, a replay) stops here, charging nothing.
-  const inserted = await tx.run(
-    `INSERT INTO usage_records (request_id, account_id, key_id, model, deployment, prompt_tokens, completion_tokens, estimated,
-       cost_micros, status, latency_ms, ttft_ms, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (request_id) DO NOTHING`,
-    [
-      s.requestId,
-      s.accountId,
-      s.keyId,
-      s.model,
-      s.deployment,
-      s.promptTokens,
-      s.completionTokens,
-      s.estimated ? 1 : 0,
-      s.costMicros,
-      s.status,
-      Math.round(s.latencyMs),
-      s.ttftMs === null ? null : Math.round(s.ttftMs),
-      s.createdAt,
-    ],
-  );
-  if (inserted === 0) return;
-  await releaseHold(tx, s.requestId);
-  const uncollected = s.costMicros > 0 ? await charge(tx, s.accountId, s.costMicros, s.createdAt) : 0;
-  if (uncollected > 0) {
-    await tx.run('UPDATE usage_records SET uncollected_micros = $2 WHERE request_id = $1', [
-      s.requestId,
-      uncollected,
-    ]);
+async function settleBatch(tx: Db, settlements: readonly Settlement[]): Promise<void> {
+  // The records go first: a request id settled before (a retried batch, a replay) stops here, charging nothing.
+  const fresh: Settlement[] = [];
+  for (const s of settlements) {
+    const inserted = await tx.run(
+      `INSERT INTO usage_records (request_id, account_id, key_id, model, deployment, prompt_tokens, completion_tokens, estimated,
+         cost_micros, status, latency_ms, ttft_ms, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (request_id) DO NOTHING`,
+      [
+        s.requestId,
+        s.accountId,
+        s.keyId,
+        s.model,
+        s.deployment,
+        s.promptTokens,
+        s.completionTokens,
+        s.estimated ? 1 : 0,
+        s.costMicros,
+        s.status,
+        Math.round(s.latencyMs),
+        s.ttftMs === null ? null : Math.round(s.ttftMs),
+        s.createdAt,
+      ],
+    );
+    if (inserted === 1) fresh.push(s);
   }
-  await tx.run(
-    `INSERT INTO usage_daily (day, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros)
-     VALUES ($1, $2, $3, $4, 1, $5, $6, $7)
-     ON CONFLICT (day, account_id, key_id, model) DO UPDATE SET requests = usage_daily.requests + 1,
-       prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
-       completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
-       cost_micros = usage_daily.cost_micros + excluded.cost_micros`,
-    [
-      utcDay(s.createdAt),
-      s.accountId,
-      s.keyId,
-      s.model,
-      s.promptTokens,
-      s.completionTokens,
-      s.costMicros - uncollected,
-    ],
-  );
-  if (s.status === 'ok') {
+  for (const s of fresh) await releaseHold(tx, s.requestId);
+
+  const uncollected = new Map<string, number>();
+  for (const [accountId, group] of groupBy(fresh, (s) => s.accountId)) {
+    const total = group.reduce((sum, s) => sum + s.costMicros, 0);
+    const last = group.reduce((latest, s) => Math.max(latest, s.createdAt), 0);
+    let short = total > 0 ? await charge(tx, accountId, total, last) : 0;
+    // What the credit could not cover is put on the latest requests, so each record says what it really paid.
+    for (let i = group.length - 1; i >= 0 && short > 0; i--) {
+      const s = group[i]!;
+      const part = Math.min(short, s.costMicros);
+      if (part === 0) continue;
+      uncollected.set(s.requestId, part);
+      await tx.run('UPDATE usage_records SET uncollected_micros = $2 WHERE request_id = $1', [
+        s.requestId,
+        part,
+      ]);
+      short -= part;
+    }
+    const active = group
+      .filter((s) => s.status === 'ok')
+      .reduce((latest, s) => Math.max(latest, s.createdAt), 0);
+    if (active > 0) {
+      await tx.run(
+        'UPDATE accounts SET last_active_at = $2 WHERE id = $1 AND (last_active_at IS NULL OR last_active_at < $2)',
+        [accountId, active],
+      );
+    }
+  }
+
+  for (const group of groupBy(
+    fresh,
+    (s) => `${utcDay(s.createdAt)}\u0000${s.accountId}\u0000${s.keyId}\u0000${s.model}`,
+  ).values()) {
+    const first = group[0]!;
+    const sum = (pick: (s: Settlement) => number): number => group.reduce((total, s) => total + pick(s), 0);
     await tx.run(
-      'UPDATE accounts SET last_active_at = $2 WHERE id = $1 AND (last_active_at IS NULL OR last_active_at < $2)',
-      [s.accountId, s.createdAt],
+      `INSERT INTO usage_daily (day, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (day, account_id, key_id, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
+         prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
+         completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
+         cost_micros = usage_daily.cost_micros + excluded.cost_micros`,
+      [
+        utcDay(first.createdAt),
+        first.accountId,
+        first.keyId,
+        first.model,
+        group.length,
+        sum((s) => s.promptTokens),
+        sum((s) => s.completionTokens),
+        sum((s) => s.costMicros - (uncollected.get(s.requestId) ?? 0)),
+      ],
     );
   }
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
 }
 
 /**

@@ -106,7 +106,7 @@ export class WebhooksRepo {
     const rows = await this.#db.all<EventRow>(
       `UPDATE webhook_events SET lease_until = $2
        WHERE id IN (SELECT id FROM webhook_events WHERE status = 'pending' AND next_attempt_at <= $1 AND lease_until <= $1
-                    ORDER BY next_attempt_at LIMIT $3)
+                    ORDER BY next_attempt_at LIMIT $3 ${this.#db.skipLocked})
          AND status = 'pending' AND lease_until <= $1
        RETURNING *`,
       [now, leaseUntil, limit],

@@ -28,6 +28,7 @@ type Queryable = pg.Pool | pg.PoolClient;
 class PostgresDb implements Db {
   readonly dialect = 'postgres';
   readonly forUpdate = 'FOR UPDATE';
+  readonly skipLocked = 'FOR UPDATE SKIP LOCKED';
   readonly #client: Queryable;
   readonly #pool: pg.Pool | undefined;
 

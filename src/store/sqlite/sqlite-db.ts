@@ -19,6 +19,7 @@ const convertPlaceholders = (sql: string): string => sql.replace(/\$(\d+)/g, '?$
 class SqliteDb implements Db {
   readonly dialect = 'sqlite';
   readonly forUpdate = '';
+  readonly skipLocked = '';
   readonly #database: DatabaseSync;
   readonly #statements = new Map<string, StatementSync>();
   /** Resolves when the open transaction (if any) ends; statements outside it wait for it. */
@@ -37,9 +38,9 @@ class SqliteDb implements Db {
     return statement;
   }
 
-  async #idle(): Promise<void> {
-    while (this.#txDone) await this.#txDone;
-  }
+  // Callers wait with `while (this.#txDone) await this.#txDone;` written out in place: the check that the
+  // connection is free and the work that follows must run in one synchronous step, or another waiter
+  // resuming first could open a transaction in between (and our statement would land inside it).
 
   allNow<T>(sql: string, params: readonly SqlParam[]): T[] {
     return this.#statement(sql).all(...params) as T[];
@@ -58,22 +59,22 @@ class SqliteDb implements Db {
   }
 
   async all<T>(sql: string, params: readonly SqlParam[] = []): Promise<T[]> {
-    if (this.#txDone) await this.#idle();
+    while (this.#txDone) await this.#txDone;
     return this.allNow<T>(sql, params);
   }
 
   async get<T>(sql: string, params: readonly SqlParam[] = []): Promise<T | undefined> {
-    if (this.#txDone) await this.#idle();
+    while (this.#txDone) await this.#txDone;
     return this.getNow<T>(sql, params);
   }
 
   async run(sql: string, params: readonly SqlParam[] = []): Promise<number> {
-    if (this.#txDone) await this.#idle();
+    while (this.#txDone) await this.#txDone;
     return this.runNow(sql, params);
   }
 
   async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
-    await this.#idle();
+    while (this.#txDone) await this.#txDone;
     let finish!: () => void;
     this.#txDone = new Promise((resolve) => (finish = resolve));
     this.#database.exec('BEGIN IMMEDIATE');
@@ -97,7 +98,7 @@ class SqliteDb implements Db {
   }
 
   async close(): Promise<void> {
-    await this.#idle();
+    while (this.#txDone) await this.#txDone;
     if (this.#database.isOpen) this.#database.close();
   }
 }
@@ -106,6 +107,7 @@ class SqliteDb implements Db {
 class SqliteTx implements Db {
   readonly dialect = 'sqlite';
   readonly forUpdate = '';
+  readonly skipLocked = '';
   readonly #db: SqliteDb;
 
   constructor(db: SqliteDb) {

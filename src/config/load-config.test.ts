@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
+import { ConfigError, parseConfig } from './load-config.ts';
+
+const fails = (yaml: Record<string, unknown>, field: RegExp, env: Record<string, string> = {}): void => {
+  assert.throws(
+    () => parseConfig(yaml, env),
+    (error: unknown) => error instanceof ConfigError && field.test(error.message),
+  );
+};
+
+describe('configuration', () => {
+  it('defaults: the six models on the simulator, the four plans with the spec’s limits', () => {
+    const config = parseConfig({}, {});
+    assert.deepEqual(
+      [...config.models.keys()],
+      ['model-a', 'model-b', 'model-c', 'model-d', 'model-e', 'model-f'],
+    );
+    assert.equal(config.models.get('model-a')?.inputMicrosPerMillion, 3_500_000);
+    assert.equal(config.models.get('model-a')?.outputMicrosPerMillion, 18_000_000);
+    assert.equal(config.models.get('model-b')?.inputMicrosPerMillion, 130_000);
+    assert.equal(config.models.get('model-e')?.contextWindow, 32_768);
+    assert.equal(config.plans.get('pro')?.requestsPerMinute, 300);
+    assert.equal(config.databaseUrl, 'sqlite:./data/tollgate.db');
+    assert.equal(config.port, 8080);
+  });
+
+  it('maps models to providers with secrets from the environment', () => {
+    const config = parseConfig(
+      {
+        providers: [{ id: 'up', type: 'openai', base_url: 'https://api.example/v1/', api_key_env: 'UP_KEY' }],
+        models: {
+          'model-b': { deployments: [{ provider: 'up', model: 'm', weight: 3 }], fallbacks: ['model-f'] },
+        },
+        plans: { starter: { monthly_price_usd: 25, requests_per_minute: 100 } },
+      },
+      { UP_KEY: 'secret' },
+    );
+    assert.equal(config.providers.get('up')?.apiKey, 'secret');
+    assert.equal(config.providers.get('up')?.baseUrl, 'https://api.example/v1');
+    assert.deepEqual(config.models.get('model-b')?.deployments, [
+      { id: 'up/m', provider: 'up', upstreamModel: 'm', weight: 3 },
+    ]);
+    assert.equal(config.plans.get('starter')?.monthlyPriceMicros, 25_000_000);
+    assert.equal(config.plans.get('starter')?.requestsPerMinute, 100);
+  });
+
+  it('a bad file names the field at fault', () => {
+    fails(
+      {
+        providers: [{ id: 'up', type: 'openai', base_url: 'https://x' }],
+        models: { 'model-b': { deployments: [{ provider: 'nope', model: 'm' }] } },
+      },
+      /models\.model-b\.deployments\[0\]\.provider: unknown provider id nope/,
+    );
+    fails(
+      { providers: [{ id: 'up', type: 'openai', base_url: 'https://x', api_key_env: 'MISSING' }] },
+      /providers\[0\]\.api_key_env: environment variable MISSING is not set/,
+    );
+    fails({ models: { 'model-a': { price: { input: -1 } } } }, /models\.model-a\.price\.input/);
+    fails(
+      { models: { 'model-z': { deployments: [{ provider: 'simulator', model: 'z' }] } } },
+      /models\.model-z: a model outside the built-in catalog needs price and context_window/,
+    );
+    fails({ providers: [{ id: 'up', type: 'grpc', base_url: 'https://x' }] }, /providers\[0\]\.type/);
+    fails({ models: { 'model-b': { fallbacks: ['model-q'] } } }, /models\.model-b\.fallbacks/);
+    fails({ timeouts: { connect_ms: 'soon' } }, /timeouts\.connect_ms/);
+    fails({ plans: { gold: {} } }, /plans\.gold: unknown plan/);
+    fails({ colour: 'blue' }, /colour: unknown field/);
+    fails({}, /PORT/, { PORT: 'eighty' });
+  });
+
+  it('a bad file stops the real process at start-up with one message and exit code 2', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, 'models:\n  model-b:\n    deployments: [{ provider: ghost, model: m }]\n');
+    const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+    const result = spawnSync(process.execPath, [main], {
+      env: { ...process.env, TOLLGATE_CONFIG: file, DATABASE_URL: `sqlite:${join(dir, 't.db')}` },
+      encoding: 'utf8',
+    });
+    assert.equal(result.status, 2);
+    assert.match(
+      result.stderr,
+      /^tollgate: configuration error: models\.model-b\.deployments\[0\]\.provider: unknown provider id ghost\n$/,
+    );
+  });
+});

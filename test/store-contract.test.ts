@@ -179,7 +179,7 @@ for (const backend of BACKENDS) {
         store.webhooks.claimDue(NOW, NOW + 1000, 4),
         store.webhooks.claimDue(NOW, NOW + 1000, 4),
       ]);
-      const ids = [...first!, ...second!].map((e) => e.id);
+      const ids = [...first, ...second].map((e) => e.id);
       assert.equal(ids.length, 6);
       assert.equal(new Set(ids).size, 6);
       assert.deepEqual(await store.webhooks.claimDue(NOW + 999, NOW + 2000, 10), []);

@@ -48,11 +48,13 @@ async function startTollgate(mockPort: number): Promise<{ process: Started; targ
     config,
     `providers:\n  - { id: mock, type: openai, base_url: "http://127.0.0.1:${mockPort}/v1" }\nmodels:\n  model-b:\n    deployments: [{ provider: mock, model: mock-model }]\n`,
   );
+  // Started as `npm start` starts it (package.json): the same V8 and malloc settings.
   const started = await startPinned(
     0,
     process.execPath,
-    [join(ROOT, 'src/main.ts')],
+    ['--max-semi-space-size=4', join(ROOT, 'src/main.ts')],
     {
+      MALLOC_ARENA_MAX: '2',
       PORT: '0',
       HOST: '127.0.0.1',
       DATABASE_URL: `sqlite:${join(dir, 'tollgate.db')}`,

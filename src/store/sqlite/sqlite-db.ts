@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
 import type { Db, SqlParam } from '../db.ts';
 
 /** Opens (creating if needed) a SQLite file in WAL mode; `:memory:` works too. */
@@ -10,7 +11,26 @@ export function createSqliteDb(path: string): Db {
   database.exec(
     'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;',
   );
-  return new SqliteDb(database);
+  if (path === ':memory:') return new SqliteDb(database, undefined);
+  // node:sqlite is synchronous: a checkpoint (which fsyncs) on this connection would stall the event loop.
+  // Commits only append to the WAL; a worker thread with its own connection checkpoints in the background.
+  database.exec('PRAGMA wal_autocheckpoint = 0');
+  return new SqliteDb(database, startCheckpointer(path));
+}
+
+const CHECKPOINT_EVERY_MS = 1_000;
+
+function startCheckpointer(path: string): Worker {
+  const worker = new Worker(
+    `const { DatabaseSync } = require('node:sqlite');
+     const { workerData } = require('node:worker_threads');
+     const db = new DatabaseSync(workerData.path);
+     db.exec('PRAGMA busy_timeout = 1000');
+     setInterval(() => { try { db.exec('PRAGMA wal_checkpoint(PASSIVE)'); } catch {} }, workerData.everyMs);`,
+    { eval: true, workerData: { path, everyMs: CHECKPOINT_EVERY_MS } },
+  );
+  worker.unref();
+  return worker;
 }
 
 /** `$1` placeholders become SQLite's numbered `?1`, so one SQL text serves both engines. */
@@ -25,8 +45,11 @@ class SqliteDb implements Db {
   /** Resolves when the open transaction (if any) ends; statements outside it wait for it. */
   #txDone: Promise<void> | undefined;
 
-  constructor(database: DatabaseSync) {
+  readonly #checkpointer: Worker | undefined;
+
+  constructor(database: DatabaseSync, checkpointer: Worker | undefined) {
     this.#database = database;
+    this.#checkpointer = checkpointer;
   }
 
   #statement(sql: string): StatementSync {
@@ -99,7 +122,11 @@ class SqliteDb implements Db {
 
   async close(): Promise<void> {
     while (this.#txDone) await this.#txDone;
-    if (this.#database.isOpen) this.#database.close();
+    await this.#checkpointer?.terminate();
+    if (this.#database.isOpen) {
+      this.#database.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+      this.#database.close();
+    }
   }
 }
 

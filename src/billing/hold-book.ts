@@ -1,3 +1,4 @@
+import { BALANCE_QUERY, type BalanceRow, toBalance } from '../store/ledger-repo.ts';
 import type { Store } from '../store/store.ts';
 
 /**
@@ -65,15 +66,10 @@ class ProcessHoldBook implements HoldBook {
   }
 
   async hold(requestId: string, accountId: string, amountMicros: number, now: number): Promise<boolean> {
-    const row = this.#readNow<{ credit: number | null; held: number; debt: number; credit_limit: number }>(
-      `SELECT (SELECT CAST(SUM(remaining_micros) AS BIGINT) FROM credit_grants WHERE account_id = $1 AND expires_at > $2) AS credit,
-              held_micros AS held, debt_micros AS debt, credit_limit_micros AS credit_limit
-       FROM accounts WHERE id = $1`,
-      [accountId, now],
-    );
+    const row = this.#readNow<BalanceRow>(BALANCE_QUERY, [accountId, now]);
     if (!row) return false;
     const held = this.heldMicros(accountId);
-    const available = Number(row.credit ?? 0) - row.held - row.debt + row.credit_limit - held;
+    const available = toBalance(row).availableMicros - held;
     if (available < amountMicros || available <= 0) return false;
     this.#byAccount.set(accountId, held + amountMicros);
     this.#byRequest.set(requestId, { accountId, amountMicros });

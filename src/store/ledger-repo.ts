@@ -35,6 +35,33 @@ export interface Balance {
   availableMicros: number;
 }
 
+export interface BalanceRow {
+  credit: number | null;
+  held: number;
+  debt: number;
+  credit_limit: number;
+}
+
+/** One account's unexpired credit, holds, debt and credit limit; parameters: account id, now. */
+export const BALANCE_QUERY = `SELECT (SELECT CAST(SUM(remaining_micros) AS BIGINT) FROM credit_grants WHERE account_id = $1 AND expires_at > $2) AS credit,
+       held_micros AS held, debt_micros AS debt, credit_limit_micros AS credit_limit
+FROM accounts WHERE id = $1`;
+
+/** The balance of a BALANCE_QUERY row (all zero for an unknown account). */
+export function toBalance(row: BalanceRow | undefined): Balance {
+  const creditMicros = Number(row?.credit ?? 0);
+  const heldMicros = row?.held ?? 0;
+  const debtMicros = row?.debt ?? 0;
+  const creditLimitMicros = row?.credit_limit ?? 0;
+  return {
+    creditMicros,
+    heldMicros,
+    debtMicros,
+    creditLimitMicros,
+    availableMicros: creditMicros - heldMicros - debtMicros + creditLimitMicros,
+  };
+}
+
 /** UTC calendar day of a time in ms, as `YYYY-MM-DD`. */
 export const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
@@ -72,28 +99,7 @@ export class LedgerRepo {
   }
 
   async balance(accountId: string, now: number): Promise<Balance> {
-    const row = await this.#db.get<{
-      credit: number | null;
-      held: number;
-      debt: number;
-      credit_limit: number;
-    }>(
-      `SELECT (SELECT CAST(SUM(remaining_micros) AS BIGINT) FROM credit_grants WHERE account_id = $1 AND expires_at > $2) AS credit,
-              held_micros AS held, debt_micros AS debt, credit_limit_micros AS credit_limit
-       FROM accounts WHERE id = $1`,
-      [accountId, now],
-    );
-    const creditMicros = Number(row?.credit ?? 0);
-    const heldMicros = row?.held ?? 0;
-    const debtMicros = row?.debt ?? 0;
-    const creditLimitMicros = row?.credit_limit ?? 0;
-    return {
-      creditMicros,
-      heldMicros,
-      debtMicros,
-      creditLimitMicros,
-      availableMicros: creditMicros - heldMicros - debtMicros + creditLimitMicros,
-    };
+    return toBalance(await this.#db.get<BalanceRow>(BALANCE_QUERY, [accountId, now]));
   }
 
   /**

@@ -31,7 +31,7 @@ export function createApp(services: Services): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: services.config.bodyLimitBytes,
     genReqId: createRequestIds(),
-    trustProxy: process.env['TOLLGATE_TRUST_PROXY'] === 'true',
+    trustProxy: services.config.trustProxy,
     return503OnClosing: true,
     // Bodies are read and copied by spread, never merged into existing objects: a "__proto__" key in JSON
     // stays a plain own property, so the poisoning scan is cost without protection here.

@@ -188,7 +188,7 @@ export function createServices(options: ServicesOptions): Services {
   const stripe = config.stripe
     ? createStripeClient({
         secretKey: config.stripe.secretKey,
-        apiBase: options.stripeApiBase ?? process.env['STRIPE_API_BASE'],
+        apiBase: options.stripeApiBase ?? config.stripe.apiBase,
       })
     : undefined;
   const payments = new PaymentsService({

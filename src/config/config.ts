@@ -83,11 +83,14 @@ export interface Config {
   bodyLimitBytes: number;
   maxMessages: number;
   webhookAllowPrivate: boolean;
+  /** Take client addresses from X-Forwarded-For (behind a load balancer that sets it). */
+  trustProxy: boolean;
   limiterFailurePolicy: LimiterFailurePolicy;
   trialCreditMicros: number;
   trialDays: number;
   retentionDays: number;
-  stripe: { secretKey: string; webhookSecret: string } | undefined;
+  /** Stripe credentials; `apiBase` points the client elsewhere (stripe-mock). */
+  stripe: { secretKey: string; webhookSecret: string; apiBase: string | undefined } | undefined;
   models: ReadonlyMap<string, ModelConfig>;
   providers: ReadonlyMap<string, ProviderConfig>;
   plans: ReadonlyMap<PlanId, PlanConfig>;

@@ -78,11 +78,15 @@ export function parseConfig(yaml: Obj, env: Env): Config {
     ),
     maxMessages: 2048,
     webhookAllowPrivate: env['TOLLGATE_WEBHOOK_ALLOW_PRIVATE'] === 'true',
+    trustProxy: env['TOLLGATE_TRUST_PROXY'] === 'true',
     limiterFailurePolicy: policy as LimiterFailurePolicy,
     trialCreditMicros: 1_000_000,
     trialDays: 14,
     retentionDays: 90,
-    stripe: stripeKey && stripeSecret ? { secretKey: stripeKey, webhookSecret: stripeSecret } : undefined,
+    stripe:
+      stripeKey && stripeSecret
+        ? { secretKey: stripeKey, webhookSecret: stripeSecret, apiBase: env['STRIPE_API_BASE'] || undefined }
+        : undefined,
     models,
     providers,
     plans: parsePlans(yaml['plans']),

@@ -26,6 +26,16 @@ describe('a gateway process killed mid-load', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
+  /** Registers an account on a running gateway; resolves to the register answer. */
+  const register = async (url: string, email: string): Promise<any> =>
+    (
+      await fetch(`${url}/api/auth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: 'correct horse battery' }),
+      })
+    ).json();
+
   const post = (url: string, path: string, key: string, body: unknown) =>
     fetch(`${url}${path}`, {
       method: 'POST',
@@ -35,13 +45,7 @@ describe('a gateway process killed mid-load', () => {
 
   it('loses no settled charge, and no hold of its requests outlives it', async () => {
     const first = await startGatewayProcess(env);
-    const registered = (await (
-      await fetch(`${first.url}/api/auth/register`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: 'crash@example.com', password: 'correct horse battery' }),
-      })
-    ).json()) as any;
+    const registered = await register(first.url, 'crash@example.com');
     const key: string = registered.api_key.key;
     const accountId: string = registered.account.id;
     await fetch(`${first.url}/api/admin/accounts/${accountId}/plan`, {
@@ -131,13 +135,7 @@ describe('a gateway process killed mid-load', () => {
 
   it('SIGTERM drains a stream in flight, settles it, then exits 0', async () => {
     const gateway = await startGatewayProcess(env);
-    const registered = (await (
-      await fetch(`${gateway.url}/api/auth/register`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: 'drain@example.com', password: 'correct horse battery' }),
-      })
-    ).json()) as any;
+    const registered = await register(gateway.url, 'drain@example.com');
     const response = await post(gateway.url, '/v1/chat/completions', registered.api_key.key, {
       model: 'model-b',
       stream: true,
@@ -166,13 +164,7 @@ describe('a gateway process killed mid-load', () => {
     const gateway = await startGatewayProcess(env);
     let checkout: any;
     try {
-      const registered = (await (
-        await fetch(`${gateway.url}/api/auth/register`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ email: 'outbox@example.com', password: 'correct horse battery' }),
-        })
-      ).json()) as any;
+      const registered = await register(gateway.url, 'outbox@example.com');
       const key: string = registered.api_key.key;
       const endpoint = await fetch(`${gateway.url}/api/webhooks/endpoint`, {
         method: 'PUT',

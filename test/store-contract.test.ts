@@ -1,29 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { migrate } from '../src/store/migrate.ts';
-import type { AccountRecord } from '../src/store/records.ts';
+import { type AccountRecord, newAccountRecord } from '../src/store/records.ts';
 import { createStore, type Store } from '../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 
 const NOW = Date.parse('2026-11-10T12:00:00Z');
 
-const account = (id: string, email: string): AccountRecord => ({
-  id,
-  email,
-  passwordHash: 'scrypt$x',
-  emailVerified: false,
-  status: 'active',
-  plan: 'free_trial',
-  planExpiresAt: null,
-  rpmLimit: null,
-  tpmLimit: null,
-  dailyTokenLimit: null,
-  creditLimitMicros: 0,
-  debtMicros: 0,
-  heldMicros: 0,
-  createdAt: NOW,
-  lastActiveAt: null,
-});
+const account = (id: string, email: string): AccountRecord => newAccountRecord(id, email, 'scrypt$x', NOW);
 
 for (const backend of BACKENDS) {
   const skip = await backend.unavailable();

@@ -7,7 +7,7 @@ import type { Bus } from '../shared/bus.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { type Clock, newId } from '../shared/ids.ts';
 import type { LimitOverrides } from '../store/accounts-repo.ts';
-import type { AccountRecord, ApiKeyRecord } from '../store/records.ts';
+import { type AccountRecord, type ApiKeyRecord, newAccountRecord } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import { createSecret, hashSecret, isPlausibleSecret } from './api-key-secret.ts';
 import type { KeyCache } from './key-cache.ts';
@@ -73,23 +73,7 @@ export class AccountsService {
     const now = clock();
     const normalized = email.trim().toLowerCase();
     const passwordHash = await hashPassword(password);
-    const account: AccountRecord = {
-      id: newId('acct'),
-      email: normalized,
-      passwordHash,
-      emailVerified: false,
-      status: 'active',
-      plan: 'free_trial',
-      planExpiresAt: null,
-      rpmLimit: null,
-      tpmLimit: null,
-      dailyTokenLimit: null,
-      creditLimitMicros: 0,
-      debtMicros: 0,
-      heldMicros: 0,
-      createdAt: now,
-      lastActiveAt: null,
-    };
+    const account = newAccountRecord(newId('acct'), normalized, passwordHash, now);
     const token = createSecret('ev-');
     const issued = await store
       .transaction(async (tx) => {

@@ -24,6 +24,32 @@ export interface AccountRecord {
   lastActiveAt: number | null;
 }
 
+/** A new account as registration makes it: active, unverified, on the Free Trial, no overrides. */
+export function newAccountRecord(
+  id: string,
+  email: string,
+  passwordHash: string,
+  createdAt: number,
+): AccountRecord {
+  return {
+    id,
+    email,
+    passwordHash,
+    emailVerified: false,
+    status: 'active',
+    plan: 'free_trial',
+    planExpiresAt: null,
+    rpmLimit: null,
+    tpmLimit: null,
+    dailyTokenLimit: null,
+    creditLimitMicros: 0,
+    debtMicros: 0,
+    heldMicros: 0,
+    createdAt,
+    lastActiveAt: null,
+  };
+}
+
 export interface ApiKeyRecord {
   id: string;
   accountId: string;

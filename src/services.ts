@@ -278,7 +278,7 @@ export function createServices(options: ServicesOptions): Services {
       };
     },
     async start() {
-      const replayed = settlements.replaySpool();
+      const replayed = await settlements.replaySpool();
       if (replayed > 0) logger.info({ replayed }, 'replayed spooled settlements');
       // An embedded database has one instance: every hold left in it belongs to a process that died.
       const released = await store.ledger.releaseExpiredHolds(

@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { LedgerRepo } from '../store/ledger-repo.ts';
 import type { Settlement } from '../store/records.ts';
@@ -19,7 +19,7 @@ export class SettlementQueue {
   readonly #ledger: LedgerRepo;
   readonly #logger: Logger;
   readonly #spoolPath: string | undefined;
-  /** Called after each committed batch (limits reconcile, metrics). */
+  /** Called after each committed batch (the hold book releases the batch's holds). */
   onSettled: ((batch: readonly Settlement[]) => void) | undefined;
 
   constructor(ledger: LedgerRepo, logger: Logger, spoolPath?: string) {
@@ -47,15 +47,20 @@ export class SettlementQueue {
     }
   }
 
-  /** Replays settlements a previous process spooled; call once at start. */
-  replaySpool(): number {
-    if (!this.#spoolPath || !existsSync(this.#spoolPath)) return 0;
+  /**
+   * Applies settlements a previous process spooled; call once at start. The claimed file is removed only
+   * once all of it has committed, and a claimed file left by a crash is read again (settlement is idempotent).
+   */
+  async replaySpool(): Promise<number> {
+    if (!this.#spoolPath) return 0;
     const claimed = `${this.#spoolPath}.replaying`;
-    renameSync(this.#spoolPath, claimed);
+    if (existsSync(this.#spoolPath)) appendFileSync(claimed, readFileSync(this.#spoolPath, 'utf8'));
+    if (!existsSync(claimed)) return 0;
+    rmSync(this.#spoolPath, { force: true });
     const lines = readFileSync(claimed, 'utf8').split('\n').filter(Boolean);
     for (const line of lines) this.#pending.push(JSON.parse(line) as Settlement);
-    rmSync(claimed);
-    if (lines.length > 0 && !this.#running) this.#running = this.#run();
+    await this.flush();
+    if (this.#pending.length === 0) rmSync(claimed);
     return lines.length;
   }
 

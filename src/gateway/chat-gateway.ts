@@ -37,7 +37,6 @@ export interface Admitted {
   promptTokens: number;
   reservedTokens: number;
   headers: Record<string, string>;
-  receivedAt: number;
 }
 
 interface Outcome {
@@ -101,10 +100,11 @@ export class ChatGateway {
       );
     }
     const reservedTokens = promptTokens + (request.maxTokens ?? 0);
+    const limits = this.#o.limitsOf(account);
     const admission = await limiter.admit({
       subject: key.id,
       requestId: ctx.requestId,
-      limits: this.#o.limitsOf(account),
+      limits,
       tokens: reservedTokens,
       now,
     });
@@ -112,8 +112,8 @@ export class ChatGateway {
     if (!admission.allowed) {
       const reason = admission.reason ?? 'requests';
       const message =
-        reason === 'tokens' && reservedTokens > (this.#o.limitsOf(account).tokensPerMinute ?? Infinity)
-          ? `this request needs ${reservedTokens} tokens, more than your limit of ${this.#o.limitsOf(account).tokensPerMinute} tokens per minute; lower max_tokens or upgrade your plan`
+        reason === 'tokens' && reservedTokens > (limits.tokensPerMinute ?? Infinity)
+          ? `this request needs ${reservedTokens} tokens, more than your limit of ${limits.tokensPerMinute} tokens per minute; lower max_tokens or upgrade your plan`
           : `rate limit exceeded: ${REFUSALS[reason]} for this API key; retry after the Retry-After delay or upgrade your plan`;
       throw this.#refuse(
         new GatewayError(reason === 'unavailable' ? 'service_unavailable' : 'rate_limit_exceeded', message, {
@@ -134,7 +134,7 @@ export class ChatGateway {
         : standing.message;
       throw this.#refuse(new GatewayError('payment_required', message, { headers }));
     }
-    return { ctx, request, model, promptTokens, reservedTokens, headers, receivedAt: now };
+    return { ctx, request, model, promptTokens, reservedTokens, headers };
   }
 
   /** A non-streamed completion; the answer's `model` is the public id. */

@@ -98,15 +98,16 @@ class SqliteDb implements Db {
 
   async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
     while (this.#txDone) await this.#txDone;
+    // Begin before claiming the connection: a BEGIN that throws (busy, closed) must leave nothing claimed.
+    this.#database.exec('BEGIN IMMEDIATE');
     let finish!: () => void;
     this.#txDone = new Promise((resolve) => (finish = resolve));
-    this.#database.exec('BEGIN IMMEDIATE');
     try {
       const result = await fn(new SqliteTx(this));
       this.#database.exec('COMMIT');
       return result;
     } catch (error) {
-      this.#database.exec('ROLLBACK');
+      if (this.#database.isTransaction) this.#database.exec('ROLLBACK');
       throw error;
     } finally {
       this.#txDone = undefined;

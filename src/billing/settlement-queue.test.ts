@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { migrate } from '../store/migrate.ts';
+import { newAccountRecord, type Settlement } from '../store/records.ts';
+import { createStore, openDb } from '../store/store.ts';
+import { SettlementQueue } from './settlement-queue.ts';
+
+const silent = pino({ level: 'silent' });
+
+describe('the settlement queue', () => {
+  it('spools what the database refuses at shutdown, and the next start applies it once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-spool-'));
+    const spool = join(dir, 'settlements-spool.jsonl');
+    try {
+      const now = Date.now();
+      const setup = createStore(openDb(`sqlite:${join(dir, 'a.db')}`));
+      await migrate(setup.db);
+      await setup.accounts.insert(newAccountRecord('acct_s', 's@example.com', 'x', now));
+      await setup.ledger.addGrant({
+        id: 'g',
+        accountId: 'acct_s',
+        kind: 'admin',
+        amountMicros: 1000,
+        remainingMicros: 1000,
+        expiresAt: now + 60_000,
+        createdAt: now,
+        source: null,
+      });
+      await setup.close();
+
+      // A store whose database is gone: every batch fails, so closing spools the queue.
+      const broken = createStore(openDb(`sqlite:${join(dir, 'a.db')}`));
+      await broken.close();
+      const settlement = (id: string): Settlement => ({
+        requestId: id,
+        accountId: 'acct_s',
+        keyId: 'k',
+        model: 'model-b',
+        deployment: null,
+        promptTokens: 1,
+        completionTokens: 1,
+        estimated: false,
+        costMicros: 100,
+        status: 'ok',
+        latencyMs: 1,
+        ttftMs: null,
+        createdAt: now,
+      });
+      const failing = new SettlementQueue(broken.ledger, silent, spool);
+      failing.add(settlement('r1'));
+      failing.add(settlement('r2'));
+      await failing.close();
+      assert.ok(existsSync(spool), 'the refused settlements are on disk');
+
+      const store = createStore(openDb(`sqlite:${join(dir, 'a.db')}`));
+      const queue = new SettlementQueue(store.ledger, silent, spool);
+      assert.equal(await queue.replaySpool(), 2);
+      assert.ok(!existsSync(spool) && !existsSync(`${spool}.replaying`), 'the spool is gone once applied');
+      assert.equal(await store.usage.recordCount('acct_s'), 2);
+      assert.equal((await store.ledger.balance('acct_s', now)).creditMicros, 800);
+      assert.equal(await queue.replaySpool(), 0);
+      await queue.close();
+      await store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -74,6 +74,27 @@ describe('rate limits on one instance (memory)', () => {
     assert.equal(Number(last.headers.get('retry-after')), Math.ceil((midnight - time.now) / 1000));
   });
 
+  it('the daily cap survives a restart of the instance', async () => {
+    const first = await startTestServer({ backend: opened, clock: time.clock });
+    const { key, accountId } = await first.register();
+    await first.call('PUT', `/api/admin/accounts/${accountId}/limits`, {
+      key: ADMIN_KEY,
+      body: { daily_tokens: 60, rpm: null, tpm: null },
+    });
+    let status = 200;
+    while (status === 200) status = (await ask(first, key)).status;
+    assert.equal(status, 429);
+    await first.close();
+    const second = await startTestServer({ backend: opened, clock: time.clock });
+    try {
+      const after = await ask(second, key);
+      assert.equal(after.status, 429, 'a fresh process still counts the day’s tokens');
+      assert.match(after.body.error.message, /tokens per day/);
+    } finally {
+      await second.close();
+    }
+  });
+
   it('operator overrides replace the plan’s limits', async () => {
     const { key, accountId } = await server.register();
     const set = await server.call('PUT', `/api/admin/accounts/${accountId}/limits`, {

@@ -9,7 +9,7 @@ import type { Router } from '../routing/router.ts';
 import type { Standing } from '../services.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
-import type { Balance } from '../store/ledger-repo.ts';
+import { type Balance, utcDay } from '../store/ledger-repo.ts';
 import type { AccountRecord, ApiKeyRecord, UsageStatus } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
@@ -73,6 +73,9 @@ const REFUSALS = {
 /** The chat pipeline: admit → hold → route → relay → meter → settle. Knows nothing of HTTP. */
 export class ChatGateway {
   readonly #o: ChatGatewayOptions;
+  /** Keys whose daily count this process has seeded from the store, by UTC day. */
+  #seeded = new Set<string>();
+  #seededDay = '';
 
   constructor(options: ChatGatewayOptions) {
     this.#o = options;
@@ -101,6 +104,7 @@ export class ChatGateway {
     }
     const reservedTokens = promptTokens + (request.maxTokens ?? 0);
     const limits = this.#o.limitsOf(account);
+    if (limits.dailyTokens !== null && limiter.seedDaily) await this.#seedDaily(key.id, now);
     const admission = await limiter.admit({
       subject: key.id,
       requestId: ctx.requestId,
@@ -135,6 +139,22 @@ export class ChatGateway {
       throw this.#refuse(new GatewayError('payment_required', message, { headers }));
     }
     return { ctx, request, model, promptTokens, reservedTokens, headers };
+  }
+
+  /** Once per key and UTC day in this process: the tokens the store already holds for today. */
+  async #seedDaily(keyId: string, now: number): Promise<void> {
+    const day = utcDay(now);
+    if (day !== this.#seededDay) {
+      this.#seeded = new Set();
+      this.#seededDay = day;
+    }
+    if (this.#seeded.has(keyId)) return;
+    this.#seeded.add(keyId);
+    // Settlements of this process not yet committed are already in the limiter; committed ones are in
+    // the store. Flushing first makes the two disjoint, so nothing is counted twice.
+    await this.#o.settlements.flush();
+    const used = await this.#o.store.usage.keyDayTokens(keyId, day);
+    this.#o.limiter.seedDaily?.(keyId, used, now);
   }
 
   /** A non-streamed completion; the answer's `model` is the public id. */

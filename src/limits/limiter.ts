@@ -49,6 +49,11 @@ export interface Limiter {
   ): Promise<void>;
   /** Gives back everything a request took (it was refused later, e.g. for want of credit). */
   release(subject: string, requestId: string, tokens: number, now: number): Promise<void>;
+  /**
+   * Limiters that forget on restart (memory) take the day's tokens already recorded in the store, once per
+   * subject and day, so that a restart cannot reopen a daily cap. Shared limiters (Redis) do not need it.
+   */
+  seedDaily?(subject: string, tokens: number, now: number): void;
   /** Tokens the subject has taken on the UTC day of `now`. */
   dailyTokens(subject: string, now: number): Promise<number>;
   /** Whether the shared backend is reachable (always true in memory). */

@@ -116,10 +116,10 @@ export class MemoryLimiter implements Limiter {
     return subject && subject.day === utcDayNumber(now) ? subject.dayTokens : 0;
   }
 
-  /** Sets a subject's tokens for today (seeded from usage records after a restart). */
+  /** Adds the tokens the store recorded for today before this process knew the subject. */
   seedDaily(id: string, tokens: number, now: number): void {
     const subject = this.#subject(id, now);
-    subject.dayTokens = Math.max(subject.dayTokens, tokens);
+    subject.dayTokens += tokens;
   }
 
   healthy(): boolean {

@@ -86,6 +86,7 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
     assert.equal(sent.path, '/v1/chat/completions');
     assert.equal(sent.body.model, 'up-b');
     assert.equal(sent.body.seed, 7);
+    assert.equal(sent.body.temperature, 0.7, 'the spec’s default when the request sets none');
     assert.equal(sent.body.user, 'end-user-1');
     assert.deepEqual(sent.body.logit_bias, { '50256': -100 });
     assert.equal(sent.headers.authorization, `Bearer ${UPSTREAM_SECRET}`);

@@ -33,7 +33,8 @@ export interface ChatRequest {
   includeUsage: boolean;
   /** `max_tokens` (or `max_completion_tokens`) as sent; undefined when absent. */
   maxTokens: number | undefined;
-  temperature: number | undefined;
+  /** As sent, or the spec's default 0.7. */
+  temperature: number;
   topP: number | undefined;
   stop: string[] | undefined;
   tools: ToolDefinition[] | undefined;

@@ -4,6 +4,8 @@ import type { ChatMessage, ChatRequest, Role, ToolCall, ToolChoice, ToolDefiniti
 
 const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'developer', 'user', 'assistant', 'tool']);
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** The spec's default temperature, sent upstream when the request sets none (upstreams' own defaults differ). */
+export const DEFAULT_TEMPERATURE = 0.7;
 
 const invalid = (message: string): GatewayError => new GatewayError('invalid_request', message);
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -47,7 +49,7 @@ export function parseChatRequest(
   if (rawMessages.length > maxMessages) throw invalid(`messages may hold at most ${maxMessages} items`);
   const messages = rawMessages.map((raw: unknown, index) => parseMessage(raw, index));
 
-  const temperature = numberIn(body, 'temperature', 0, 2);
+  const temperature = numberIn(body, 'temperature', 0, 2) ?? DEFAULT_TEMPERATURE;
   const topP = numberIn(body, 'top_p', 0, 1);
   numberIn(body, 'presence_penalty', -2, 2);
   numberIn(body, 'frequency_penalty', -2, 2);

@@ -163,13 +163,6 @@ export class LedgerRepo {
       return holds.length;
     });
   }
-
-  async openHolds(accountId: string): Promise<number> {
-    const row = await this.#db.get<{ n: number }>('SELECT COUNT(*) AS n FROM holds WHERE account_id = $1', [
-      accountId,
-    ]);
-    return Number(row?.n ?? 0);
-  }
 }
 
 /** Deletes a hold and gives its amount back; 0 if there was none. */

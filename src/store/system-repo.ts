@@ -21,13 +21,6 @@ export class SystemRepo {
     return (await this.setting(name)) ?? value;
   }
 
-  async putSetting(name: string, value: string): Promise<void> {
-    await this.#db.run(
-      'INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value',
-      [name, value],
-    );
-  }
-
   /** Takes or renews the named lease for `owner` until `until`; false while another owner holds it. */
   async acquireLease(name: string, owner: string, now: number, until: number): Promise<boolean> {
     await this.#db.run(
@@ -39,9 +32,5 @@ export class SystemRepo {
       [name, owner, now, until],
     );
     return changed === 1;
-  }
-
-  async releaseLease(name: string, owner: string): Promise<void> {
-    await this.#db.run('UPDATE leases SET until_at = 0 WHERE name = $1 AND owner = $2', [name, owner]);
   }
 }

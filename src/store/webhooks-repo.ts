@@ -114,15 +114,6 @@ export class WebhooksRepo {
     return rows.map(toEvent);
   }
 
-  /** The earliest time an event falls due, for the dispatcher's next wake-up. */
-  async nextDueAt(): Promise<number | undefined> {
-    const row = await this.#db.get<{ t: number | null }>(
-      `SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until ELSE next_attempt_at END) AS t
-       FROM webhook_events WHERE status = 'pending'`,
-    );
-    return row?.t ?? undefined;
-  }
-
   async recordAttempt(
     delivery: WebhookDelivery,
     outcome: { status: WebhookEvent['status']; nextAttemptAt: number; now: number },
@@ -166,14 +157,6 @@ export class WebhooksRepo {
       [accountId, id],
     );
     return row && toDelivery(row);
-  }
-
-  async eventsOf(accountId: string): Promise<WebhookEvent[]> {
-    const rows = await this.#db.all<EventRow>(
-      'SELECT * FROM webhook_events WHERE account_id = $1 ORDER BY created_at',
-      [accountId],
-    );
-    return rows.map(toEvent);
   }
 
   /** Puts an event back in the queue, due now (its id, and so the receiver's dedup key, stay the same). */

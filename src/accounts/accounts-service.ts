@@ -209,9 +209,8 @@ export class AccountsService {
     const plan = config.plans.get(planId);
     if (!plan)
       throw new GatewayError('invalid_request', `plan must be one of ${[...config.plans.keys()].join(', ')}`);
-    const applied = await store.transaction(async (tx) => applyPlan(tx, id, plan, clock(), 'admin'));
-    if (applied === null && !(await store.accounts.byId(id)))
-      throw new GatewayError('not_found', `no account ${id}`);
+    const found = await store.transaction(async (tx) => applyPlan(tx, id, plan, clock(), 'admin'));
+    if (!found) throw new GatewayError('not_found', `no account ${id}`);
     await this.#invalidate({ accountId: id });
     return this.account(id);
   }

@@ -8,6 +8,7 @@ export const PLAN_PERIOD_MS = 30 * 86_400_000;
 /**
  * Puts an account on a plan: a paid plan starts a 30-day period (extending an unexpired one of the same
  * plan) and grants its allowance until the period ends. Call inside a transaction with what caused it.
+ * Resolves to false when there is no such account.
  */
 export async function applyPlan(
   store: Store,
@@ -15,9 +16,9 @@ export async function applyPlan(
   plan: PlanConfig,
   now: number,
   source: string,
-): Promise<number | null> {
+): Promise<boolean> {
   const account = await store.accounts.byId(accountId);
-  if (!account) return null;
+  if (!account) return false;
   const paid = plan.monthlyPriceMicros > 0 || plan.monthlyAllowanceMicros > 0;
   let expiresAt: number | null = null;
   if (paid) {
@@ -40,5 +41,5 @@ export async function applyPlan(
     }
   }
   await store.accounts.setPlan(accountId, plan.id, expiresAt);
-  return expiresAt;
+  return true;
 }

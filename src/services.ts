@@ -134,12 +134,11 @@ export function createServices(options: ServicesOptions): Services {
         metrics.upstreamErrors.inc({ deployment, provider, kind }),
     },
   });
-  const settlements = new SettlementQueue(
-    store.ledger,
-    logger,
-    options.spoolPath ?? defaultSpoolPath(config.databaseUrl),
-  );
   const holds = createHoldBook(store);
+  const settlements = new SettlementQueue(store.ledger, logger, {
+    spoolPath: options.spoolPath ?? defaultSpoolPath(config.databaseUrl),
+    holdRows: holds.rowsInStore,
+  });
   settlements.onSettled = (batch) => holds.settled(batch.map((settlement) => settlement.requestId));
 
   const planOf = (account: AccountRecord): PlanConfig =>

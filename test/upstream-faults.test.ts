@@ -107,6 +107,32 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
     assert.equal(record.estimated, 0);
   });
 
+  for (const [flavour, model] of [
+    ['OpenAI', 'model-b'],
+    ['Anthropic', 'model-a'],
+  ] as const) {
+    it(`a finished ${flavour} stream gives its upstream connection back to the pool`, async () => {
+      const upstream = flavour === 'OpenAI' ? primary : claude;
+      const before = upstream.connections;
+      for (let i = 0; i < 3; i++) {
+        const stream = await client.chat.completions.create({
+          model,
+          stream: true,
+          messages: [{ role: 'user', content: `reuse ${i}` }],
+        });
+        for await (const chunk of stream) void chunk;
+        // The fake ends each body a moment after its final event; the connection is free once it has.
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      }
+      // At most one new connection (if none was idle in the pool); a stream that destroyed its
+      // connection after the final event would cost one per stream.
+      assert.ok(
+        upstream.connections - before <= 1,
+        `three streams opened ${upstream.connections - before} connections`,
+      );
+    });
+  }
+
   const retried: [string, Parameters<FakeUpstream['script']>[0]][] = [
     ['a 500', { kind: 'status', status: 500 }],
     ['a connection reset', { kind: 'reset' }],

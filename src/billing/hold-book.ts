@@ -6,6 +6,8 @@ import type { Store } from '../store/store.ts';
  * never before, so concurrent requests can never spend more than the balance.
  */
 export interface HoldBook {
+  /** Whether holds are rows in the store, deleted by each settlement's transaction. */
+  readonly rowsInStore: boolean;
   /** Reserves `amountMicros` if the account can afford it; false (nothing taken) if not. */
   hold(
     requestId: string,
@@ -28,6 +30,7 @@ export function createHoldBook(store: Store): HoldBook {
 
 /** Several instances share PostgreSQL: the hold is a row, taken under the account's row lock. */
 class DatabaseHoldBook implements HoldBook {
+  readonly rowsInStore = true;
   readonly #store: Store;
   constructor(store: Store) {
     this.#store = store;
@@ -57,6 +60,7 @@ type ReadNow = <T>(sql: string, params?: readonly (string | number | null)[]) =>
  * other request can slip through. No write per request.
  */
 class ProcessHoldBook implements HoldBook {
+  readonly rowsInStore = false;
   readonly #byAccount = new Map<string, number>();
   readonly #byRequest = new Map<string, { accountId: string; amountMicros: number }>();
   readonly #readNow: ReadNow;

@@ -50,19 +50,59 @@ describe('the settlement queue', () => {
         ttftMs: null,
         createdAt: now,
       });
-      const failing = new SettlementQueue(broken.ledger, silent, spool);
+      const failing = new SettlementQueue(broken.ledger, silent, { spoolPath: spool });
       failing.add(settlement('r1'));
       failing.add(settlement('r2'));
       await failing.close();
       assert.ok(existsSync(spool), 'the refused settlements are on disk');
 
       const store = createStore(openDb(`sqlite:${join(dir, 'a.db')}`));
-      const queue = new SettlementQueue(store.ledger, silent, spool);
+      const queue = new SettlementQueue(store.ledger, silent, { spoolPath: spool });
       assert.equal(await queue.replaySpool(), 2);
       assert.ok(!existsSync(spool) && !existsSync(`${spool}.replaying`), 'the spool is gone once applied');
       assert.equal(await store.usage.recordCount('acct_s'), 2);
       assert.equal((await store.ledger.balance('acct_s', now)).creditMicros, 800);
       assert.equal(await queue.replaySpool(), 0);
+      await queue.close();
+      await store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('gathers settlements that finish within its window into one transaction', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-window-'));
+    try {
+      const now = Date.now();
+      const store = createStore(openDb(`sqlite:${join(dir, 'w.db')}`));
+      await migrate(store.db);
+      await store.accounts.insert(newAccountRecord('acct_w', 'w@example.com', 'x', now));
+      const queue = new SettlementQueue(store.ledger, silent, { holdRows: false, windowMs: 50 });
+      const batches: number[] = [];
+      queue.onSettled = (batch) => batches.push(batch.length);
+      for (let i = 0; i < 5; i++) {
+        queue.add({
+          requestId: `w${i}`,
+          accountId: 'acct_w',
+          keyId: 'k',
+          model: 'model-b',
+          deployment: null,
+          promptTokens: 1,
+          completionTokens: 1,
+          estimated: false,
+          costMicros: 0,
+          status: 'ok',
+          latencyMs: 1,
+          ttftMs: null,
+          createdAt: now,
+        });
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      assert.deepEqual(batches, [], 'nothing commits before the window ends');
+      assert.equal(queue.pending, 5);
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      assert.deepEqual(batches, [5], 'one transaction for the five');
+      assert.equal(await store.usage.recordCount('acct_w'), 5);
       await queue.close();
       await store.close();
     } finally {

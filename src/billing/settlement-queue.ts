@@ -5,27 +5,45 @@ import type { Settlement } from '../store/records.ts';
 
 const MAX_BATCH = 256;
 const RETRY_MS = 500;
+/** How long a batch gathers before it commits, unless it fills first. */
+export const SETTLEMENT_WINDOW_MS = 10;
+
+export interface SettlementQueueOptions {
+  /** Where settlements go when the database refuses them at shutdown; replayed at the next start. */
+  spoolPath?: string | undefined;
+  /** Whether holds are rows in the store that each settlement deletes (PostgreSQL), or live in this process. */
+  holdRows?: boolean;
+  /** The gathering window; 0 commits on the next event-loop turn. */
+  windowMs?: number;
+}
 
 /**
- * Settles finished requests off the response path: everything queued in one event-loop turn is written in
- * one transaction (group commit), and the next batch gathers while that one commits. A failed batch stays
- * queued and is retried; on close, whatever the database will not take is written to a spool file that the
- * next start replays (settlement is idempotent by request id), so an orderly stop loses nothing.
+ * Settles finished requests off the response path. Settlements gather for a short window (or until a
+ * batch is full) and commit in one transaction (group commit): a commit's fixed cost, not the records,
+ * dominates at small batches (about 50 µs on SQLite for one record, 7 µs each in batches of 256), and a
+ * commit that happens to land while a request arrives delays that request. A failed batch stays queued and
+ * is retried; on close, whatever the database will not take is written to a spool file that the next start
+ * replays (settlement is idempotent by request id), so an orderly stop loses nothing.
  */
 export class SettlementQueue {
   #pending: Settlement[] = [];
   #running: Promise<void> | undefined;
+  #gatherTimer: NodeJS.Timeout | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   readonly #ledger: LedgerRepo;
   readonly #logger: Logger;
   readonly #spoolPath: string | undefined;
+  readonly #holdRows: boolean;
+  readonly #windowMs: number;
   /** Called after each committed batch (the hold book releases the batch's holds). */
   onSettled: ((batch: readonly Settlement[]) => void) | undefined;
 
-  constructor(ledger: LedgerRepo, logger: Logger, spoolPath?: string) {
+  constructor(ledger: LedgerRepo, logger: Logger, options: SettlementQueueOptions = {}) {
     this.#ledger = ledger;
     this.#logger = logger;
-    this.#spoolPath = spoolPath;
+    this.#spoolPath = options.spoolPath;
+    this.#holdRows = options.holdRows ?? true;
+    this.#windowMs = options.windowMs ?? SETTLEMENT_WINDOW_MS;
   }
 
   get pending(): number {
@@ -34,7 +52,9 @@ export class SettlementQueue {
 
   add(settlement: Settlement): void {
     this.#pending.push(settlement);
-    if (!this.#running && !this.#retryTimer) this.#running = this.#run();
+    if (this.#running || this.#retryTimer) return;
+    if (this.#pending.length >= MAX_BATCH) void this.#commitNow();
+    else this.#gatherTimer ??= setTimeout(() => void this.#commitNow(), this.#windowMs);
   }
 
   /** Resolves once everything queued before the call is committed (or is being retried). */
@@ -42,8 +62,7 @@ export class SettlementQueue {
     while (this.#running) await this.#running;
     if (this.#pending.length > 0) {
       this.#clearRetry();
-      this.#running = this.#run();
-      await this.#running;
+      await this.#commitNow();
     }
   }
 
@@ -78,19 +97,25 @@ export class SettlementQueue {
     }
   }
 
+  #commitNow(): Promise<void> {
+    clearTimeout(this.#gatherTimer);
+    this.#gatherTimer = undefined;
+    return (this.#running ??= this.#run());
+  }
+
   async #run(): Promise<void> {
-    // Yield one turn so that requests finishing together share a transaction.
+    // Never on the caller's stack: a full batch found by `add` commits after the current response is out.
     await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       while (this.#pending.length > 0) {
         const batch = this.#pending.slice(0, MAX_BATCH);
         try {
-          await this.#ledger.settle(batch);
+          await this.#ledger.settle(batch, { holdRows: this.#holdRows });
         } catch (error) {
           this.#logger.error({ err: error, count: batch.length }, 'settlement batch failed; retrying');
           this.#retryTimer = setTimeout(() => {
             this.#retryTimer = undefined;
-            if (!this.#running) this.#running = this.#run();
+            void this.#commitNow();
           }, RETRY_MS);
           return;
         }

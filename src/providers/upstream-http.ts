@@ -1,6 +1,7 @@
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { TimeoutsConfig } from '../config/config.ts';
 import { ProviderError, statusError } from './provider.ts';
+import { parseSse, type SseEvent } from './sse.ts';
 
 export interface UpstreamResponse {
   status: number;
@@ -50,6 +51,25 @@ export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig):
     },
     close: () => agent.close(),
   };
+}
+
+/**
+ * The server-sent events of a streamed answer. Stopping early does not destroy the body (a for-await on it
+ * would): `releaseBody` decides whether the connection is kept or closed.
+ */
+export function readEvents(response: UpstreamResponse): AsyncGenerator<SseEvent> {
+  return parseSse(response.body.iterator({ destroyOnReturn: false }));
+}
+
+/**
+ * Lets go of a stream's body. After its terminal event the rest (the chunked encoding's last chunk) is
+ * read off so the connection goes back to the pool; destroying it there would cost a new connection on
+ * the next request. A body left mid-way (client gone, failure) is destroyed, which closes the upstream call.
+ */
+export function releaseBody(body: UpstreamResponse['body'], finished: boolean): void {
+  if (body.destroyed) return;
+  if (finished) void body.dump({ limit: 64 * 1024 }).catch(() => {});
+  else body.destroy();
 }
 
 /** Maps a transport error (refused, reset, timed out, aborted) to a ProviderError. */

@@ -63,7 +63,15 @@ export function toBalance(row: BalanceRow | undefined): Balance {
 }
 
 /** UTC calendar day of a time in ms, as `YYYY-MM-DD`. */
-export const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+export function utcDay(ms: number): string {
+  const day = Math.floor(ms / DAY_MS);
+  if (day !== lastDay.number)
+    lastDay = { number: day, text: new Date(day * DAY_MS).toISOString().slice(0, 10) };
+  return lastDay.text;
+}
+const DAY_MS = 86_400_000;
+/** The last day formatted: settlement formats the same day for every record of a batch. */
+let lastDay = { number: NaN, text: '' };
 
 /** Credit grants, holds and settlement: the money. Every method keeps credit − held − debt consistent. */
 export class LedgerRepo {
@@ -143,13 +151,18 @@ export class LedgerRepo {
    * Work is aggregated per batch: one usage record per request, but one charge per account and one rollup
    * update per (day, account, key, model).
    */
-  async settle(settlements: readonly Settlement[]): Promise<void> {
+  /**
+   * Records, charges and rolls up a batch of finished requests in one transaction, releasing their hold
+   * rows unless `holdRows` is false (the embedded store keeps holds in process memory, not in the table).
+   */
+  async settle(settlements: readonly Settlement[], options: { holdRows?: boolean } = {}): Promise<void> {
     if (settlements.length === 0) return;
     // One lock order (by account) for every batch, so concurrent batches on PostgreSQL cannot deadlock.
     const ordered = [...settlements].sort((a, b) =>
       a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0,
     );
-    await this.#db.transaction(async (tx) => settleBatch(tx, ordered));
+    const holdRows = options.holdRows ?? true;
+    await this.#db.transaction(async (tx) => settleBatch(tx, ordered, holdRows));
   }
 
   /** Releases holds whose request can no longer settle (its instance died); returns how many. */
@@ -179,7 +192,7 @@ async function releaseHold(tx: Db, requestId: string): Promise<number> {
   return hold.amount_micros;
 }
 
-async function settleBatch(tx: Db, settlements: readonly Settlement[]): Promise<void> {
+async function settleBatch(tx: Db, settlements: readonly Settlement[], holdRows: boolean): Promise<void> {
   // The records go first: a request id settled before (a retried batch, a replay) stops here, charging nothing.
   const fresh: Settlement[] = [];
   for (const s of settlements) {
@@ -205,7 +218,7 @@ async function settleBatch(tx: Db, settlements: readonly Settlement[]): Promise<
     );
     if (inserted === 1) fresh.push(s);
   }
-  for (const s of fresh) await releaseHold(tx, s.requestId);
+  if (holdRows) for (const s of fresh) await releaseHold(tx, s.requestId);
 
   const uncollected = new Map<string, number>();
   for (const [accountId, group] of groupBy(fresh, (s) => s.accountId)) {

@@ -24,6 +24,8 @@ export interface FakeUpstream {
   received: Received[];
   /** Requests whose connection the gateway closed before the answer was complete. */
   aborted: number;
+  /** TCP connections the gateway has opened to this server so far. */
+  connections: number;
   script(...behaviours: Behaviour[]): void;
   close(): Promise<void>;
 }
@@ -39,7 +41,7 @@ export async function startFakeUpstream(flavour: 'openai' | 'anthropic'): Promis
   const queue: Behaviour[] = [];
   const received: Received[] = [];
   const sockets = new Set<import('node:net').Socket>();
-  const state = { aborted: 0 };
+  const state = { aborted: 0, connections: 0 };
   const server: Server = createServer((request, response) => {
     response.on('close', () => {
       if (!response.writableFinished) state.aborted += 1;
@@ -61,6 +63,7 @@ export async function startFakeUpstream(flavour: 'openai' | 'anthropic'): Promis
   });
   server.on('connection', (socket) => {
     sockets.add(socket);
+    state.connections += 1;
     socket.on('close', () => sockets.delete(socket));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -70,6 +73,9 @@ export async function startFakeUpstream(flavour: 'openai' | 'anthropic'): Promis
     received,
     get aborted() {
       return state.aborted;
+    },
+    get connections() {
+      return state.connections;
     },
     script: (...behaviours) => void queue.push(...behaviours),
     async close() {
@@ -103,6 +109,15 @@ function fail(
     default:
       return false;
   }
+}
+
+/**
+ * Sends the final event, then ends the chunked body a moment later, in its own packet, as servers that
+ * flush each event do: a client must read to the end, not stop at the final event, to keep the connection.
+ */
+function finish(response: ServerResponse, last: string): void {
+  response.write(last);
+  setTimeout(() => response.end(), 5);
 }
 
 const sse = (response: ServerResponse): void => {
@@ -207,7 +222,7 @@ function serveOpenAI(behaviour: Behaviour, body: any, response: ServerResponse):
         response.write(
           `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`,
         );
-      response.end('data: [DONE]\n\n');
+      finish(response, 'data: [DONE]\n\n');
     },
   );
 }
@@ -301,7 +316,7 @@ function serveAnthropic(behaviour: Behaviour, body: any, response: ServerRespons
         usage: { output_tokens: usage.output_tokens },
       }),
     );
-    response.end(event('message_stop', {}));
+    finish(response, event('message_stop', {}));
     return;
   }
   response.write(event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }));
@@ -321,6 +336,6 @@ function serveAnthropic(behaviour: Behaviour, body: any, response: ServerRespons
         usage: { output_tokens: usage.output_tokens },
       }),
     );
-    response.end(event('message_stop', {}));
+    finish(response, event('message_stop', {}));
   });
 }

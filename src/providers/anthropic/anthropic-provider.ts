@@ -1,8 +1,14 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
 import type { ChatChunk } from '../../gateway/chat-types.ts';
 import { type Provider, ProviderError } from '../provider.ts';
-import { parseSse } from '../sse.ts';
-import { createUpstreamClient, errorFromResponse, readJson, toProviderError } from '../upstream-http.ts';
+import {
+  createUpstreamClient,
+  errorFromResponse,
+  readEvents,
+  releaseBody,
+  readJson,
+  toProviderError,
+} from '../upstream-http.ts';
 import {
   type AnthropicResponse,
   type AnthropicUsage,
@@ -56,6 +62,7 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
         convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true),
         call.signal,
       );
+      let finished = false;
       const state = {
         id: '',
         model: call.upstreamModel,
@@ -74,7 +81,7 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
         choices: [{ index: 0, delta, finish_reason: finish }],
       });
       try {
-        for await (const event of parseSse(response.body)) {
+        for await (const event of readEvents(response)) {
           let data: StreamEvent;
           try {
             data = JSON.parse(event.data) as StreamEvent;
@@ -125,6 +132,7 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
               yield chunk({}, mapAnthropicStopReason(data.delta?.stop_reason));
               break;
             case 'message_stop': {
+              finished = true;
               const prompt = anthropicPromptTokens(state.usage);
               const completion = state.usage.output_tokens ?? 0;
               yield {
@@ -151,7 +159,7 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
       } catch (error) {
         throw toProviderError(error, call.signal);
       } finally {
-        if (!response.body.destroyed) response.body.destroy();
+        releaseBody(response.body, finished);
       }
       throw new ProviderError('protocol', 'upstream stream ended without message_stop');
     },

@@ -1,8 +1,14 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
 import type { ChatChunk, ChatCompletion } from '../../gateway/chat-types.ts';
 import { type Provider, ProviderError } from '../provider.ts';
-import { parseSse } from '../sse.ts';
-import { createUpstreamClient, errorFromResponse, readJson, toProviderError } from '../upstream-http.ts';
+import {
+  createUpstreamClient,
+  readEvents,
+  releaseBody,
+  errorFromResponse,
+  readJson,
+  toProviderError,
+} from '../upstream-http.ts';
 
 /**
  * Any OpenAI-compatible upstream (OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp, DeepSeek, Groq, Together,
@@ -49,9 +55,13 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
         stream_options: { include_usage: true },
       };
       const response = await send(body, call.signal, true);
+      let finished = false;
       try {
-        for await (const event of parseSse(response.body)) {
-          if (event.data === '[DONE]') return;
+        for await (const event of readEvents(response)) {
+          if (event.data === '[DONE]') {
+            finished = true;
+            return;
+          }
           let chunk: unknown;
           try {
             chunk = JSON.parse(event.data);
@@ -69,7 +79,7 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
       } catch (error) {
         throw toProviderError(error, call.signal);
       } finally {
-        if (!response.body.destroyed) response.body.destroy();
+        releaseBody(response.body, finished);
       }
       throw new ProviderError('protocol', 'upstream stream ended without [DONE]');
     },

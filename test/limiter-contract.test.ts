@@ -162,6 +162,36 @@ for (const kind of KINDS) {
       );
     });
 
+    it('the window slides exactly over minutes of traffic at the limit', async () => {
+      const limits: LimitSet = { requestsPerMinute: 2_500, tokensPerMinute: null, dailyTokens: null };
+      for (let minute = 0; minute < 3; minute++) {
+        const base = START + minute * 60_000;
+        const results = await Promise.all(
+          Array.from({ length: 2_500 }, (_, i) => admit('long', base + i * 20, 0, limits)),
+        );
+        assert.equal(results.filter((r) => r.allowed).length, 2_500, `minute ${minute}: all admitted`);
+        const over = await admit('long', base + 59_999, 0, limits);
+        assert.equal(over.allowed, false, `minute ${minute}: the next one is refused`);
+        assert.equal(over.retryAfterMs, 1);
+      }
+    });
+
+    it('with only a daily cap, release gives the day’s tokens back', async () => {
+      const limits: LimitSet = { requestsPerMinute: null, tokensPerMinute: null, dailyTokens: 1_000 };
+      const at = START + 5_000;
+      assert.equal(
+        (await limiter.admit({ subject: 'daily-only', requestId: 'p', limits, tokens: 800, now: at }))
+          .allowed,
+        true,
+      );
+      await limiter.release('daily-only', 'p', 800, at + 1);
+      assert.equal(
+        (await limiter.admit({ subject: 'daily-only', requestId: 'q', limits, tokens: 900, now: at + 2 }))
+          .allowed,
+        true,
+      );
+    });
+
     it('unlimited dimensions never refuse and send no headers', async () => {
       const limits: LimitSet = { requestsPerMinute: null, tokensPerMinute: null, dailyTokens: null };
       const results = await Promise.all(

@@ -135,16 +135,17 @@ export class AccountsService {
   async authenticate(secret: string | undefined, clientIp: string): Promise<Principal> {
     if (!secret || !isPlausibleSecret(secret))
       throw new GatewayError('unauthorized', 'missing or invalid API key');
-    const hash = hashSecret(secret);
-    if (this.#adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#adminHash))
-      return { kind: 'admin' };
     const { cache, store, clock } = this.#o;
     const now = clock();
-    let entry = cache.get(hash, now);
+    // A cached user key needs no hashing; the admin key is never cached, so it is always checked by hash.
+    let entry = cache.get(secret, now);
     if (!entry) {
+      const hash = hashSecret(secret);
+      if (this.#adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#adminHash))
+        return { kind: 'admin' };
       const found = await store.accounts.keyWithAccount(hash);
       if (!found) throw new GatewayError('unauthorized', 'missing or invalid API key');
-      cache.set(hash, found.key, found.account, now);
+      cache.set(secret, found.key, found.account, now);
       entry = { ...found, expiresAt: 0 };
     }
     if (entry.key.status === 'revoked') throw new GatewayError('forbidden', 'this API key has been revoked');

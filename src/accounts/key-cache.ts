@@ -7,11 +7,12 @@ export interface CachedKey {
 }
 
 /**
- * The in-process cache of key lookups, by secret hash. Revocations, suspensions and plan changes
+ * The in-process cache of key lookups, by the presented secret (process memory only, never stored or
+ * logged), so a repeat caller costs a map lookup instead of a SHA-256. Revocations, suspensions and plan changes
  * invalidate it at once (on other instances through the bus); the TTL bounds staleness if a message is lost.
  */
 export class KeyCache {
-  readonly #byHash = new Map<string, CachedKey>();
+  readonly #bySecret = new Map<string, CachedKey>();
   readonly #ttlMs: number;
   readonly #maxEntries: number;
 
@@ -20,29 +21,30 @@ export class KeyCache {
     this.#maxEntries = options.maxEntries ?? 100_000;
   }
 
-  get(hash: string, now: number): CachedKey | undefined {
-    const entry = this.#byHash.get(hash);
+  get(secret: string, now: number): CachedKey | undefined {
+    const entry = this.#bySecret.get(secret);
     if (entry && entry.expiresAt > now) return entry;
-    if (entry) this.#byHash.delete(hash);
+    if (entry) this.#bySecret.delete(secret);
     return undefined;
   }
 
-  set(hash: string, key: ApiKeyRecord, account: AccountRecord, now: number): void {
-    if (this.#byHash.size >= this.#maxEntries) {
-      const oldest = this.#byHash.keys().next();
-      if (!oldest.done) this.#byHash.delete(oldest.value);
+  set(secret: string, key: ApiKeyRecord, account: AccountRecord, now: number): void {
+    if (this.#bySecret.size >= this.#maxEntries) {
+      const oldest = this.#bySecret.keys().next();
+      if (!oldest.done) this.#bySecret.delete(oldest.value);
     }
-    this.#byHash.set(hash, { key, account, expiresAt: now + this.#ttlMs });
+    this.#bySecret.set(secret, { key, account, expiresAt: now + this.#ttlMs });
   }
 
   /** Drops every entry of the account (all its keys), or of one key. */
   invalidate(target: { accountId?: string; keyId?: string }): void {
-    for (const [hash, entry] of this.#byHash) {
-      if (entry.account.id === target.accountId || entry.key.id === target.keyId) this.#byHash.delete(hash);
+    for (const [secret, entry] of this.#bySecret) {
+      if (entry.account.id === target.accountId || entry.key.id === target.keyId)
+        this.#bySecret.delete(secret);
     }
   }
 
   clear(): void {
-    this.#byHash.clear();
+    this.#bySecret.clear();
   }
 }

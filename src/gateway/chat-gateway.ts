@@ -341,15 +341,15 @@ export class ChatGateway {
         now,
       )
       .catch((error: unknown) => logger.warn({ err: error }, 'rate-limit reconcile failed'));
-    metrics.requests.inc({ model: request.model, provider: outcome.provider, status: outcome.status });
-    metrics.latency.observe(
-      { model: request.model, provider: outcome.provider },
+    metrics.recordRequest(
+      request.model,
+      outcome.provider,
+      outcome.status,
       (performance.now() - ctx.arrivedAt) / 1000,
+      outcome.ttftMs === null ? null : outcome.ttftMs / 1000,
+      outcome.promptTokens,
+      outcome.completionTokens,
     );
-    if (outcome.ttftMs !== null)
-      metrics.ttft.observe({ model: request.model, provider: outcome.provider }, outcome.ttftMs / 1000);
-    metrics.tokens.inc({ model: request.model, type: 'prompt' }, outcome.promptTokens);
-    metrics.tokens.inc({ model: request.model, type: 'completion' }, outcome.completionTokens);
     return cost;
   }
 

@@ -10,12 +10,56 @@ import {
 interface TokenEntry {
   at: number;
   tokens: number;
+  /** Whether the admission is in the requests window too (there was a requests/min limit). */
+  counted: boolean;
+}
+
+/**
+ * Times in a sliding window, oldest first. Expiry moves a head index instead of shifting the array, so
+ * dropping the oldest entries costs nothing per call; the array is compacted once the dead part dominates.
+ */
+class TimeQueue {
+  #times: number[] = [];
+  #head = 0;
+
+  get length(): number {
+    return this.#times.length - this.#head;
+  }
+
+  /** The i-th oldest time in the window. */
+  at(index: number): number | undefined {
+    return this.#times[this.#head + index];
+  }
+
+  push(time: number): void {
+    this.#times.push(time);
+  }
+
+  dropUpTo(horizon: number): void {
+    while (this.#head < this.#times.length && this.#times[this.#head]! <= horizon) this.#head++;
+    if (this.#head === this.#times.length) {
+      this.#times = [];
+      this.#head = 0;
+    } else if (this.#head > 1024 && this.#head * 2 > this.#times.length) {
+      this.#times = this.#times.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+
+  /** Removes the newest occurrence of `time` (an admission given back). */
+  remove(time: number): void {
+    const index = this.#times.lastIndexOf(time);
+    if (index >= this.#head) this.#times.splice(index, 1);
+  }
 }
 
 interface Subject {
-  /** Admission times of the requests in the window, oldest first. */
-  requests: number[];
-  /** Token reservations in the window, oldest first, by request id for reconciliation. */
+  /** Admission times of the requests in the window, oldest first; kept only under a requests/min limit. */
+  requests: TimeQueue;
+  /**
+   * Token reservations in the window, oldest first, by request id for reconciliation; kept only under a
+   * requests/min or tokens/min limit. An unlimited key costs no memory per request.
+   */
   tokens: Map<string, TokenEntry>;
   tokenSum: number;
   day: number;
@@ -39,7 +83,7 @@ export class MemoryLimiter implements Limiter {
     const { requestsPerMinute: rpm, tokensPerMinute: tpm, dailyTokens: daily } = limits;
     const count = subject.requests.length;
     if (rpm !== null && count + 1 > rpm) {
-      const oldest = subject.requests[Math.max(0, count - rpm)] ?? now;
+      const oldest = subject.requests.at(Math.max(0, count - rpm)) ?? now;
       return { allowed: false, reason: 'requests', retryAfterMs: Math.max(1, oldest + WINDOW_MS - now) };
     }
     if (tpm !== null && subject.tokenSum + tokens > tpm) {
@@ -52,9 +96,11 @@ export class MemoryLimiter implements Limiter {
     if (daily !== null && subject.dayTokens + tokens > daily) {
       return { allowed: false, reason: 'daily', retryAfterMs: msUntilUtcMidnight(now) };
     }
-    subject.requests.push(now);
-    subject.tokens.set(requestId, { at: now, tokens });
-    subject.tokenSum += tokens;
+    if (rpm !== null) subject.requests.push(now);
+    if (rpm !== null || tpm !== null) {
+      subject.tokens.set(requestId, { at: now, tokens, counted: rpm !== null });
+      subject.tokenSum += tokens;
+    }
     subject.dayTokens += tokens;
     return {
       allowed: true,
@@ -102,12 +148,13 @@ export class MemoryLimiter implements Limiter {
 
   releaseNow(id: string, requestId: string, tokens: number, now: number): void {
     const subject = this.#subjects.get(id);
-    const entry = subject?.tokens.get(requestId);
-    if (!subject || !entry) return;
-    const at = subject.requests.lastIndexOf(entry.at);
-    if (at !== -1) subject.requests.splice(at, 1);
-    subject.tokenSum -= entry.tokens;
-    subject.tokens.delete(requestId);
+    if (!subject) return;
+    const entry = subject.tokens.get(requestId);
+    if (entry) {
+      if (entry.counted) subject.requests.remove(entry.at);
+      subject.tokenSum -= entry.tokens;
+      subject.tokens.delete(requestId);
+    }
     if (subject.day === utcDayNumber(now)) subject.dayTokens = Math.max(0, subject.dayTokens - tokens);
   }
 
@@ -133,7 +180,13 @@ export class MemoryLimiter implements Limiter {
   #subject(id: string, now: number): Subject {
     let subject = this.#subjects.get(id);
     if (!subject) {
-      subject = { requests: [], tokens: new Map(), tokenSum: 0, day: utcDayNumber(now), dayTokens: 0 };
+      subject = {
+        requests: new TimeQueue(),
+        tokens: new Map(),
+        tokenSum: 0,
+        day: utcDayNumber(now),
+        dayTokens: 0,
+      };
       this.#subjects.set(id, subject);
     }
     this.#expire(subject, now);
@@ -142,9 +195,7 @@ export class MemoryLimiter implements Limiter {
 
   #expire(subject: Subject, now: number): void {
     const horizon = now - WINDOW_MS;
-    let drop = 0;
-    while (drop < subject.requests.length && subject.requests[drop]! <= horizon) drop++;
-    if (drop > 0) subject.requests.splice(0, drop);
+    subject.requests.dropUpTo(horizon);
     for (const [requestId, entry] of subject.tokens) {
       if (entry.at > horizon) break; // insertion order is time order
       subject.tokenSum -= entry.tokens;

@@ -1,7 +1,8 @@
 /**
  * Lua run atomically inside Redis: one round trip per admission. Per subject: a sorted set of admitted
  * request ids by time (requests/min), a sorted set plus hash of token reservations and their running sum
- * (tokens/min), and a counter per UTC day. Keys share a hash tag, so they live on one cluster slot.
+ * (tokens/min), and a counter per UTC day. A window is kept only for a limit the key has. Keys share a
+ * hash tag, so they live on one cluster slot.
  */
 
 /** KEYS: requests zset, tokens zset, token values hash, token sum, day counter.
@@ -59,12 +60,18 @@ if daily >= 0 and dayUsed + tokens > daily then
   return {0, 3, untilMidnight, count, used}
 end
 
-redis.call('ZADD', KEYS[1], now, id)
-redis.call('ZADD', KEYS[2], now, id)
-redis.call('HSET', KEYS[3], id, tokens)
-redis.call('INCRBY', KEYS[4], tokens)
+-- An unlimited dimension records nothing: a busy unlimited key must not grow a set per request.
+if rpm >= 0 then
+  redis.call('ZADD', KEYS[1], now, id)
+  redis.call('PEXPIRE', KEYS[1], window)
+end
+if tpm >= 0 then
+  redis.call('ZADD', KEYS[2], now, id)
+  redis.call('HSET', KEYS[3], id, tokens)
+  redis.call('INCRBY', KEYS[4], tokens)
+  for i = 2, 4 do redis.call('PEXPIRE', KEYS[i], window) end
+end
 redis.call('INCRBY', KEYS[5], tokens)
-for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], window) end
 redis.call('PEXPIRE', KEYS[5], untilMidnight + 3600000)
 return {1, 0, 0, count + 1, used + tokens}
 `;

@@ -50,7 +50,47 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Labelled series of finished requests, by model, provider and outcome: found once, then reused. */
+  readonly #outcomes = new Map<string, OutcomeSeries>();
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
+
+  /** Counts one finished chat request: outcome, duration, time to first token (streams), tokens. */
+  recordRequest(
+    model: string,
+    provider: string,
+    status: string,
+    seconds: number,
+    ttftSeconds: number | null,
+    promptTokens: number,
+    completionTokens: number,
+  ): void {
+    const key = `${model}\u0000${provider}\u0000${status}`;
+    let series = this.#outcomes.get(key);
+    if (!series) {
+      series = {
+        requests: this.requests.labels(model, provider, status),
+        latency: this.latency.labels(model, provider),
+        ttft: this.ttft.labels(model, provider),
+        prompt: this.tokens.labels(model, 'prompt'),
+        completion: this.tokens.labels(model, 'completion'),
+      };
+      this.#outcomes.set(key, series);
+    }
+    series.requests.inc();
+    series.latency.observe(seconds);
+    if (ttftSeconds !== null) series.ttft.observe(ttftSeconds);
+    series.prompt.inc(promptTokens);
+    series.completion.inc(completionTokens);
+  }
+}
+
+interface OutcomeSeries {
+  requests: { inc(): void };
+  latency: { observe(value: number): void };
+  ttft: { observe(value: number): void };
+  prompt: { inc(value: number): void };
+  completion: { inc(value: number): void };
 }

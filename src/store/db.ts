@@ -19,6 +19,11 @@ export interface Db {
    * Inside this process it cannot interleave with other JavaScript, which makes check-and-reserve atomic.
    */
   readNow?<T = Row>(sql: string, params?: readonly SqlParam[]): T | undefined;
+  /**
+   * In-process engines only: a counter that moves whenever data may have changed (any statement but
+   * `readNow`, any transaction's end), so a value read with `readNow` can be reused while it stands still.
+   */
+  readonly writes?: number;
   /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
   /** `FOR UPDATE` where the engine has row locks; empty where writers are serialized anyway. */

@@ -44,6 +44,7 @@ class SqliteDb implements Db {
   readonly #statements = new Map<string, StatementSync>();
   /** Resolves when the open transaction (if any) ends; statements outside it wait for it. */
   #txDone: Promise<void> | undefined;
+  #writes = 0;
 
   readonly #checkpointer: Worker | undefined;
 
@@ -77,22 +78,29 @@ class SqliteDb implements Db {
     return this.getNow<T>(sql, params);
   }
 
+  get writes(): number {
+    return this.#writes;
+  }
+
   runNow(sql: string, params: readonly SqlParam[]): number {
     return Number(this.#statement(sql).run(...params).changes);
   }
 
   async all<T>(sql: string, params: readonly SqlParam[] = []): Promise<T[]> {
     while (this.#txDone) await this.#txDone;
+    this.#writes++;
     return this.allNow<T>(sql, params);
   }
 
   async get<T>(sql: string, params: readonly SqlParam[] = []): Promise<T | undefined> {
     while (this.#txDone) await this.#txDone;
+    this.#writes++;
     return this.getNow<T>(sql, params);
   }
 
   async run(sql: string, params: readonly SqlParam[] = []): Promise<number> {
     while (this.#txDone) await this.#txDone;
+    this.#writes++;
     return this.runNow(sql, params);
   }
 
@@ -110,6 +118,8 @@ class SqliteDb implements Db {
       if (this.#database.isTransaction) this.#database.exec('ROLLBACK');
       throw error;
     } finally {
+      // What was read inside the transaction (its own uncommitted writes) is stale once it ends either way.
+      this.#writes++;
       this.#txDone = undefined;
       finish();
     }

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { migrate } from '../store/migrate.ts';
+import { newAccountRecord } from '../store/records.ts';
+import { createStore, openDb } from '../store/store.ts';
+import { createHoldBook } from './hold-book.ts';
+
+const NOW = Date.parse('2026-11-03T10:00:00Z');
+
+async function embeddedStore() {
+  const store = createStore(openDb('sqlite::memory:'));
+  await migrate(store.db);
+  await store.accounts.insert(newAccountRecord('acct_h', 'h@example.com', 'x', NOW));
+  const grant = async (id: string, amountMicros: number, expiresAt: number) =>
+    store.ledger.addGrant({
+      id,
+      accountId: 'acct_h',
+      kind: 'admin',
+      amountMicros,
+      remainingMicros: amountMicros,
+      expiresAt,
+      createdAt: NOW,
+      source: null,
+    });
+  return { store, grant };
+}
+
+describe('the in-process hold book (embedded store)', () => {
+  it('sees credit added through the store at once, though it remembers balances', async () => {
+    const { store, grant } = await embeddedStore();
+    await grant('g1', 1_000, NOW + 86_400_000);
+    const holds = createHoldBook(store);
+    assert.equal(await holds.hold('r1', 'acct_h', 600, NOW, NOW + 1), true);
+    assert.equal(await holds.hold('r2', 'acct_h', 600, NOW, NOW + 1), false, 'only 400 left');
+    await grant('g2', 1_000, NOW + 86_400_000);
+    assert.equal(await holds.hold('r3', 'acct_h', 600, NOW, NOW + 1), true, 'the new grant counts at once');
+    await store.close();
+  });
+
+  it('stops counting a grant the moment it expires, with no write in between', async () => {
+    const { store, grant } = await embeddedStore();
+    await grant('short', 1_000, NOW + 60_000);
+    const holds = createHoldBook(store);
+    assert.equal(await holds.hold('a', 'acct_h', 100, NOW, NOW + 1), true);
+    assert.equal(await holds.hold('b', 'acct_h', 100, NOW + 59_999, NOW + 60_000), true);
+    assert.equal(await holds.hold('c', 'acct_h', 100, NOW + 60_000, NOW + 60_001), false, 'expired');
+    await store.close();
+  });
+
+  it('gives a hold back only when its settlement has committed', async () => {
+    const { store, grant } = await embeddedStore();
+    await grant('g', 1_000, NOW + 86_400_000);
+    const holds = createHoldBook(store);
+    assert.equal(await holds.hold('x', 'acct_h', 1_000, NOW, NOW + 1), true);
+    assert.equal(await holds.hold('y', 'acct_h', 1, NOW, NOW + 1), false);
+    holds.settled(['x']);
+    assert.equal(await holds.hold('y', 'acct_h', 1, NOW, NOW + 1), true);
+    await store.close();
+  });
+});

@@ -2,12 +2,13 @@
 // `--soak=SECONDS` for a memory soak). Gateways are pinned to core 0, the mock upstream and this load
 // generator to core 1. Results go to docs/performance.md; exit status 1 if Tollgate answered anything but 200.
 import { execFileSync, execSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { CAN_PIN, residentMiB, startPinned, treeCpuSeconds, type Started } from './lib/processes.ts';
+import { startTollgate } from './lib/tollgate.ts';
 import {
   closedLoop,
   oneStream,
@@ -28,7 +29,6 @@ const THROUGHPUT_MS = QUICK ? 2_000 : 5_000;
 const LATENCY_MS = QUICK ? 2_000 : 4_000;
 const CONCURRENT_STREAMS = 2_000;
 const ROOT = new URL('..', import.meta.url).pathname;
-const ADMIN = 'tg-admin-bench-0123456789abcdef';
 const PG_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 
@@ -40,63 +40,6 @@ const freePort = (): Promise<number> =>
       server.close(() => resolve(port));
     });
   });
-
-async function startTollgate(mockPort: number): Promise<{ process: Started; target: Target; dir: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
-  const config = join(dir, 'tollgate.yaml');
-  writeFileSync(
-    config,
-    `providers:\n  - { id: mock, type: openai, base_url: "http://127.0.0.1:${mockPort}/v1" }\nmodels:\n  model-b:\n    deployments: [{ provider: mock, model: mock-model }]\n`,
-  );
-  // Started as `npm start` starts it (package.json): the same V8 and malloc settings.
-  const started = await startPinned(
-    0,
-    process.execPath,
-    ['--max-semi-space-size=4', join(ROOT, 'src/main.ts')],
-    {
-      MALLOC_ARENA_MAX: '2',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATABASE_URL: `sqlite:${join(dir, 'tollgate.db')}`,
-      TOLLGATE_CONFIG: config,
-      TOLLGATE_ADMIN_KEY: ADMIN,
-      LOG_LEVEL: 'warn',
-    },
-    /listening on (http:\/\/[\d.:]+)/,
-  );
-  const origin = started.match[1]!;
-  const call = async (method: string, path: string, key: string, body?: unknown) => {
-    const response = await fetch(`${origin}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    return response.json() as Promise<any>;
-  };
-  const registered = (await (
-    await fetch(`${origin}/api/auth/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'bench@example.com', password: 'benchmark-password' }),
-    })
-  ).json()) as any;
-  const key: string = registered.api_key.key;
-  await call('PUT', `/api/admin/accounts/${registered.account.id}/plan`, ADMIN, { plan: 'enterprise' });
-  await call('POST', `/api/admin/accounts/${registered.account.id}/credits`, ADMIN, {
-    amount_usd: 1_000_000,
-  });
-  return {
-    process: started,
-    dir,
-    target: {
-      name: 'Tollgate',
-      origin,
-      path: '/v1/chat/completions',
-      headers: { authorization: `Bearer ${key}` },
-      pid: started.pid,
-    },
-  };
-}
 
 async function startPortkey(mockPort: number): Promise<{ process: Started; target: Target } | undefined> {
   const peer = join(ROOT, 'bench/.peer');

@@ -11,6 +11,22 @@ import { SettlementQueue } from './settlement-queue.ts';
 
 const silent = pino({ level: 'silent' });
 
+const settlementOf = (requestId: string, accountId: string, costMicros: number, now: number): Settlement => ({
+  requestId,
+  accountId,
+  keyId: 'k',
+  model: 'model-b',
+  deployment: null,
+  promptTokens: 1,
+  completionTokens: 1,
+  estimated: false,
+  costMicros,
+  status: 'ok',
+  latencyMs: 1,
+  ttftMs: null,
+  createdAt: now,
+});
+
 describe('the settlement queue', () => {
   it('spools what the database refuses at shutdown, and the next start applies it once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-spool-'));
@@ -35,21 +51,7 @@ describe('the settlement queue', () => {
       // A store whose database is gone: every batch fails, so closing spools the queue.
       const broken = createStore(openDb(`sqlite:${join(dir, 'a.db')}`));
       await broken.close();
-      const settlement = (id: string): Settlement => ({
-        requestId: id,
-        accountId: 'acct_s',
-        keyId: 'k',
-        model: 'model-b',
-        deployment: null,
-        promptTokens: 1,
-        completionTokens: 1,
-        estimated: false,
-        costMicros: 100,
-        status: 'ok',
-        latencyMs: 1,
-        ttftMs: null,
-        createdAt: now,
-      });
+      const settlement = (id: string): Settlement => settlementOf(id, 'acct_s', 100, now);
       const failing = new SettlementQueue(broken.ledger, silent, { spoolPath: spool });
       failing.add(settlement('r1'));
       failing.add(settlement('r2'));
@@ -81,21 +83,7 @@ describe('the settlement queue', () => {
       const batches: number[] = [];
       queue.onSettled = (batch) => batches.push(batch.length);
       for (let i = 0; i < 5; i++) {
-        queue.add({
-          requestId: `w${i}`,
-          accountId: 'acct_w',
-          keyId: 'k',
-          model: 'model-b',
-          deployment: null,
-          promptTokens: 1,
-          completionTokens: 1,
-          estimated: false,
-          costMicros: 0,
-          status: 'ok',
-          latencyMs: 1,
-          ttftMs: null,
-          createdAt: now,
-        });
+        queue.add(settlementOf(`w${i}`, 'acct_w', 0, now));
         await new Promise((resolve) => setImmediate(resolve));
       }
       assert.deepEqual(batches, [], 'nothing commits before the window ends');

@@ -1,4 +1,4 @@
-import { type BalanceRow, toBalance } from '../store/ledger-repo.ts';
+import { BALANCE_QUERY, type BalanceRow, toBalance } from '../store/ledger-repo.ts';
 import type { Store } from '../store/store.ts';
 
 /**
@@ -57,12 +57,6 @@ class DatabaseHoldBook implements HoldBook {
 
 type ReadNow = <T>(sql: string, params?: readonly (string | number | null)[]) => T | undefined;
 
-/** The balance, plus when the first grant it counts expires (it must be read again then). */
-const HOLD_QUERY = `SELECT (SELECT CAST(SUM(remaining_micros) AS BIGINT) FROM credit_grants WHERE account_id = $1 AND expires_at > $2) AS credit,
-       (SELECT MIN(expires_at) FROM credit_grants WHERE account_id = $1 AND expires_at > $2 AND remaining_micros > 0) AS next_expiry,
-       held_micros AS held, debt_micros AS debt, credit_limit_micros AS credit_limit
-FROM accounts WHERE id = $1`;
-
 /** Accounts whose balance is remembered; past this many, the memory starts over. */
 const MAX_REMEMBERED = 50_000;
 
@@ -104,7 +98,7 @@ class ProcessHoldBook implements HoldBook {
     const writes = this.#writes();
     const known = this.#balances.get(accountId);
     if (known && known.writes === writes && now < known.until) return known.availableMicros;
-    const row = this.#readNow<BalanceRow & { next_expiry: number | null }>(HOLD_QUERY, [accountId, now]);
+    const row = this.#readNow<BalanceRow>(BALANCE_QUERY, [accountId, now]);
     if (!row) return undefined;
     if (this.#balances.size >= MAX_REMEMBERED) this.#balances.clear();
     const { availableMicros } = toBalance(row);

@@ -37,13 +37,19 @@ export interface Balance {
 
 export interface BalanceRow {
   credit: number | null;
+  /** When the first grant the credit counts runs out; the balance must be read again then. */
+  next_expiry: number | null;
   held: number;
   debt: number;
   credit_limit: number;
 }
 
-/** One account's unexpired credit, holds, debt and credit limit; parameters: account id, now. */
+/**
+ * One account's unexpired credit (and when its first counted grant expires), holds, debt and credit limit;
+ * parameters: account id, now.
+ */
 export const BALANCE_QUERY = `SELECT (SELECT CAST(SUM(remaining_micros) AS BIGINT) FROM credit_grants WHERE account_id = $1 AND expires_at > $2) AS credit,
+       (SELECT MIN(expires_at) FROM credit_grants WHERE account_id = $1 AND expires_at > $2 AND remaining_micros > 0) AS next_expiry,
        held_micros AS held, debt_micros AS debt, credit_limit_micros AS credit_limit
 FROM accounts WHERE id = $1`;
 

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import './http/fastify-types.ts';
 import { installAuth } from './http/auth-hook.ts';
+import { CHAT_PATH, createChatEndpoint } from './http/chat-endpoint.ts';
 import { installErrorHandling, RouteTable } from './http/error-handler.ts';
 import { accountRoutes } from './http/routes/account-routes.ts';
 import { adminRoutes } from './http/routes/admin-routes.ts';
 import { authRoutes } from './http/routes/auth-routes.ts';
 import { billingRoutes } from './http/routes/billing-routes.ts';
-import { chatRoutes } from './http/routes/chat-routes.ts';
 import { webhookRoutes } from './http/routes/webhook-routes.ts';
 import { keyRoutes } from './http/routes/key-routes.ts';
 import { publicRoutes } from './http/routes/public-routes.ts';
@@ -25,12 +26,24 @@ function createRequestIds(): () => string {
 export function createApp(services: Services): FastifyInstance {
   // Typed as Fastify's logger so the instance keeps Fastify's default generics.
   const logger: FastifyBaseLogger = services.logger;
+  const nextRequestId = createRequestIds();
+  let closing = false;
+  const chat = createChatEndpoint({ services, nextRequestId, closing: () => closing });
   const app = Fastify({
+    // The chat endpoint is served before Fastify sees the request; everything else goes to Fastify.
+    serverFactory: (handler) => {
+      const server = createServer((req, res) => {
+        if (!chat(req, res)) handler(req, res);
+      });
+      // Fastify's own default, which it applies only to servers it creates: longer than proxies' idle timeouts.
+      server.keepAliveTimeout = 72_000;
+      return server;
+    },
     loggerInstance: logger,
     // No per-request access log: usage records and /metrics carry that, without a synchronous write per request.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: services.config.bodyLimitBytes,
-    genReqId: createRequestIds(),
+    genReqId: nextRequestId,
     trustProxy: services.config.trustProxy,
     return503OnClosing: true,
     // Bodies are read and copied by spread, never merged into existing objects: a "__proto__" key in JSON
@@ -43,9 +56,11 @@ export function createApp(services: Services): FastifyInstance {
   });
   const routes = new RouteTable();
   app.addHook('onRoute', (route) => routes.add(route.url, route.method));
-  app.decorateRequest('arrivedAt', 0);
+  routes.add(CHAT_PATH, 'POST');
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (request, reply) => {
-    request.arrivedAt = performance.now();
     reply.header('x-request-id', request.id);
   });
   installErrorHandling(app, routes);
@@ -56,7 +71,6 @@ export function createApp(services: Services): FastifyInstance {
   keyRoutes(app, services);
   accountRoutes(app, services);
   adminRoutes(app, services);
-  chatRoutes(app, services);
   usageRoutes(app, services);
   billingRoutes(app, services);
   webhookRoutes(app, services);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Agent, request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import OpenAI, { APIError } from 'openai';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
@@ -286,6 +287,93 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
     });
     assert.equal(malformed.status, 400);
     assert.equal(malformed.body.error.code, 'invalid_request');
+  });
+
+  it('the chat endpoint answers bad HTTP with the error object: 405, 403, 415, 400, 413, and keeps the connection', async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const { port } = new URL(server.url);
+    const send = (
+      method: string,
+      path: string,
+      headers: Record<string, string>,
+      chunks: string[],
+    ): Promise<{ status: number; body: any; headers: Record<string, unknown>; localPort: number }> =>
+      new Promise((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, method, path, headers, agent }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (piece: string) => (text += piece));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              body: JSON.parse(text),
+              headers: res.headers,
+              localPort: req.socket?.localPort ?? 0,
+            }),
+          );
+        });
+        req.on('error', reject);
+        for (const chunk of chunks) req.write(chunk);
+        req.end();
+      });
+    const json = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const valid = JSON.stringify({ model: 'model-b', messages: [{ role: 'user', content: 'x' }] });
+    const expectError = (
+      response: { status: number; body: any; headers: Record<string, unknown> },
+      status: number,
+      code: string,
+    ): void => {
+      assert.equal(response.status, status, JSON.stringify(response.body));
+      assert.equal(response.body.error.code, code);
+      assert.equal(typeof response.body.error.message, 'string');
+      assert.match(String(response.headers['x-request-id']), /^req_/);
+    };
+    try {
+      const wrongMethod = await send(
+        'GET',
+        '/v1/chat/completions',
+        { authorization: json.authorization },
+        [],
+      );
+      expectError(wrongMethod, 405, 'method_not_allowed');
+      assert.equal(wrongMethod.headers['allow'], 'POST');
+      expectError(
+        await send('POST', '/v1/chat/completions', { ...json, authorization: `Bearer ${ADMIN_KEY}` }, [
+          valid,
+        ]),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await send('POST', '/v1/chat/completions', { ...json, 'content-type': 'text/plain' }, [valid]),
+        415,
+        'invalid_request',
+      );
+      expectError(
+        await send('POST', '/v1/chat/completions', { ...json, 'content-length': '0' }, []),
+        400,
+        'invalid_request',
+      );
+      const first = await send('POST', '/v1/chat/completions', json, [valid]);
+      assert.equal(first.status, 200);
+      // Over the 4 MiB limit, declared up front and sent chunked: 413 both ways, on the same connection.
+      const big = 'x'.repeat(1024 * 1024);
+      const declared = await send(
+        'POST',
+        '/v1/chat/completions',
+        { ...json, 'content-length': String(5 * big.length) },
+        [big, big, big, big, big],
+      );
+      expectError(declared, 413, 'invalid_request');
+      const chunked = await send('POST', '/v1/chat/completions', json, [big, big, big, big, big]);
+      expectError(chunked, 413, 'invalid_request');
+      const after413 = await send('POST', '/v1/chat/completions?trace=1', json, [valid]);
+      assert.equal(after413.status, 200, 'a query string is the same route');
+      assert.equal(after413.localPort, first.localPort, 'the connection survived the 413s');
+      assert.equal(chunked.localPort, first.localPort);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('answers carry x-request-id, the overhead and cost headers, and /metrics counts the requests', async () => {

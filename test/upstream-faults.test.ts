@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
@@ -266,6 +267,38 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
     assert.equal(primary.aborted, abortedBefore + 1, 'the upstream connection was closed');
     const record = await recordOf(response.headers.get('x-request-id')!);
     assert.equal(record?.status, 'cancelled');
+  });
+
+  it('a client that leaves before a whole answer arrives aborts the upstream request too', async () => {
+    primary.script({ kind: 'hang' });
+    const abortedBefore = primary.aborted;
+    const receivedBefore = primary.received.length;
+    // node:http rather than fetch: destroying the request closes its one connection, nothing else opens.
+    const { port } = new URL(server.url);
+    const body = JSON.stringify({ model: 'model-b', messages: [{ role: 'user', content: 'hi' }] });
+    const request = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/v1/chat/completions',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    });
+    request.on('error', () => {});
+    request.end(body);
+    for (let i = 0; i < 40 && primary.received.length === receivedBefore; i++)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.equal(primary.received.length, receivedBefore + 1, 'the request reached the upstream');
+    request.destroy();
+    for (let i = 0; i < 40 && primary.aborted === abortedBefore; i++)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    // Well before the 400 ms first-byte timeout: the close came from the client leaving, not from a timeout.
+    assert.equal(primary.aborted, abortedBefore + 1, 'the upstream connection was closed');
+    await server.services.settlements.flush();
+    const record = await opened.db.get<{ status: string }>(
+      "SELECT status FROM usage_records WHERE model = 'model-b' ORDER BY created_at DESC LIMIT 1",
+    );
+    assert.equal(record?.status, 'cancelled');
+    assert.equal(primary.received.length, receivedBefore + 1, 'a cancelled request is not retried');
   });
 
   it('the Anthropic adapter converts the request: system prompt, tool_use and tool_result blocks, headers', async () => {

@@ -29,14 +29,23 @@ export function toGatewayError(error: unknown): GatewayError {
   return new GatewayError('internal_error', 'internal error', { cause: error });
 }
 
+/** The headers of an error response: the error's own, with Retry-After and Retry-After-Ms where it has a delay. */
+export function errorHeaders(error: GatewayError): Record<string, string> {
+  if (error.retryAfterMs === undefined) return error.headers;
+  return {
+    ...error.headers,
+    'retry-after': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))),
+    'retry-after-ms': String(Math.max(0, Math.ceil(error.retryAfterMs))),
+  };
+}
+
 /** Writes a GatewayError as the spec's error response, with Retry-After where it applies. */
 export function sendError(reply: FastifyReply, error: GatewayError): FastifyReply {
-  if (error.retryAfterMs !== undefined) {
-    reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))));
-    reply.header('retry-after-ms', String(Math.max(0, Math.ceil(error.retryAfterMs))));
-  }
-  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-  return reply.status(error.status).type('application/json').send(error.toBody());
+  return reply
+    .status(error.status)
+    .headers(errorHeaders(error))
+    .type('application/json')
+    .send(error.toBody());
 }
 
 /** Installs the error handler and the not-found handler that also answers 405 for a known path. */

@@ -6,8 +6,6 @@ export type RouteAuth = 'none' | 'user' | 'admin' | 'any';
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | undefined;
-    /** performance.now() when the request arrived: the start of the gateway's own time. */
-    arrivedAt: number;
   }
   interface FastifyContextConfig {
     auth?: RouteAuth;

@@ -1,10 +1,12 @@
 import { once } from 'node:events';
-import type { FastifyReply } from 'fastify';
+import type { ServerResponse } from 'node:http';
 import type { StreamSink } from '../gateway/stream-sink.ts';
 
-/** Server-Sent Events straight onto the socket: each write goes out as it is made, never buffered. */
-export function createSseSink(reply: FastifyReply): StreamSink {
-  const response = reply.raw;
+/**
+ * Server-Sent Events straight onto the socket: each write goes out as it is made, never buffered.
+ * `baseHeaders` (the request id) go out with the headers the gateway opens the stream with.
+ */
+export function createSseSink(response: ServerResponse, baseHeaders: Record<string, string>): StreamSink {
   const listeners: (() => void)[] = [];
   let closed = false;
   response.on('close', () => {
@@ -14,9 +16,8 @@ export function createSseSink(reply: FastifyReply): StreamSink {
   });
   return {
     open(headers) {
-      reply.hijack();
       response.writeHead(200, {
-        ...(reply.getHeaders() as Record<string, string>),
+        ...baseHeaders,
         ...headers,
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache',

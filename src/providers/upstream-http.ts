@@ -1,4 +1,4 @@
-import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { TimeoutsConfig } from '../config/config.ts';
 import { ProviderError, statusError } from './provider.ts';
 import { parseSse, type SseEvent } from './sse.ts';
@@ -11,21 +11,34 @@ export interface UpstreamResponse {
 
 /** A keep-alive connection pool to one upstream, with its timeouts. */
 export interface UpstreamClient {
+  /** Sends a request whose answer is read as it arrives (a stream); the caller reads or releases the body. */
   post(
     path: string,
     headers: Record<string, string>,
     body: string,
     signal: AbortSignal,
   ): Promise<UpstreamResponse>;
+  /**
+   * Sends a request and reads its whole JSON answer. Rejects with a ProviderError: the upstream's own error
+   * for a status other than 200, `protocol` for a body that is not JSON or is over 16 MiB.
+   */
+  postJson(
+    path: string,
+    headers: Record<string, string>,
+    body: string,
+    signal: AbortSignal,
+  ): Promise<unknown>;
   close(): Promise<void>;
 }
+
+/** The most of a whole (non-streamed) answer that is read: far above any model's longest completion. */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** Creates the pool; connect, first-byte and idle-stream timeouts come from config. */
 export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig): UpstreamClient {
   const url = new URL(baseUrl);
-  const origin = url.origin;
   const prefix = url.pathname.replace(/\/$/, '');
-  const agent = new Agent({
+  const pool = new Pool(url.origin, {
     connect: { timeout: timeouts.connectMs },
     headersTimeout: timeouts.firstByteMs,
     bodyTimeout: timeouts.idleStreamMs,
@@ -36,8 +49,7 @@ export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig):
   return {
     async post(path, headers, body, signal) {
       try {
-        const response = await agent.request({
-          origin,
+        const response = await pool.request({
           path: `${prefix}${path}`,
           method: 'POST',
           headers: { 'content-type': 'application/json', ...headers },
@@ -49,7 +61,61 @@ export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig):
         throw toProviderError(error, signal);
       }
     },
-    close: () => agent.close(),
+    postJson(path, headers, body, signal) {
+      return new Promise((resolve, reject) => {
+        // Read with a dispatch handler rather than a body stream: a whole answer needs no stream machinery,
+        // which cost more CPU than the rest of the upstream call (docs/performance.md).
+        const chunks: Buffer[] = [];
+        let length = 0;
+        let status = 0;
+        let answerHeaders: UpstreamResponse['headers'] = {};
+        let controller: Dispatcher.DispatchController | undefined;
+        const onAbort = (): void => controller?.abort(new Error('request aborted'));
+        const settle = (): void => signal.removeEventListener('abort', onAbort);
+        if (signal.aborted) return reject(toProviderError(signal.reason, signal));
+        signal.addEventListener('abort', onAbort, { once: true });
+        pool.dispatch(
+          {
+            path: `${prefix}${path}`,
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...headers },
+            body,
+          },
+          {
+            onRequestStart(started) {
+              controller = started;
+              if (signal.aborted) started.abort(new Error('request aborted'));
+            },
+            onResponseStart(_controller, statusCode, responseHeaders) {
+              status = statusCode;
+              answerHeaders = responseHeaders;
+            },
+            onResponseData(reading, chunk) {
+              length += chunk.length;
+              if (length <= MAX_ANSWER_BYTES) chunks.push(chunk);
+              else reading.abort(new ProviderError('protocol', 'upstream answer is too large'));
+            },
+            onResponseEnd() {
+              settle();
+              const text = chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks).toString();
+              if (status !== 200) return reject(errorFromAnswer(status, answerHeaders, text));
+              try {
+                resolve(JSON.parse(text));
+              } catch (error) {
+                reject(
+                  new ProviderError('protocol', 'upstream answered with malformed JSON', { cause: error }),
+                );
+              }
+            },
+            onResponseError(_controller, error) {
+              settle();
+              reject(toProviderError(error, signal));
+            },
+          },
+        );
+      });
+    },
+    close: () => pool.close(),
   };
 }
 
@@ -88,55 +154,43 @@ export function toProviderError(error: unknown, signal?: AbortSignal): ProviderE
   });
 }
 
-/** Reads an error answer and turns it into a ProviderError carrying the upstream's own message. */
+/** Reads an error answer off a response and turns it into a ProviderError carrying the upstream's own message. */
 export async function errorFromResponse(response: UpstreamResponse): Promise<ProviderError> {
-  let message = '';
+  let text = '';
   try {
-    const text = (await response.body.text()).slice(0, 4096);
-    try {
-      const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
-      const inner = parsed.error;
-      message =
-        typeof inner === 'string'
-          ? inner
-          : typeof inner?.message === 'string'
-            ? inner.message
-            : typeof parsed.message === 'string'
-              ? parsed.message
-              : text;
-    } catch {
-      message = text;
-    }
+    text = (await response.body.text()).slice(0, 4096);
   } catch {
-    message = '';
+    text = '';
   }
-  const header = response.headers['retry-after-ms'];
-  const retryAfterMsHeader = Array.isArray(header) ? header[0] : header;
-  const error = statusError(
-    response.status,
-    message.slice(0, 500) || `upstream status ${response.status}`,
-    response.headers['retry-after'],
-  );
-  if (retryAfterMsHeader !== undefined && Number.isFinite(Number(retryAfterMsHeader))) {
-    return new ProviderError('status', error.message, {
-      status: response.status,
-      retryAfterMs: Number(retryAfterMsHeader),
-    });
-  }
-  return error;
+  return errorFromAnswer(response.status, response.headers, text);
 }
 
-/** Reads a JSON answer; a body that is not JSON is a protocol failure (retryable elsewhere). */
-export async function readJson(response: UpstreamResponse, signal: AbortSignal): Promise<unknown> {
-  let text: string;
+/** An error answer (status, headers, body text) as a ProviderError: the upstream's message, its retry delay. */
+function errorFromAnswer(status: number, headers: UpstreamResponse['headers'], text: string): ProviderError {
+  let message: string;
   try {
-    text = await response.body.text();
-  } catch (error) {
-    throw toProviderError(error, signal);
+    const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
+    const inner = parsed.error;
+    message =
+      typeof inner === 'string'
+        ? inner
+        : typeof inner?.message === 'string'
+          ? inner.message
+          : typeof parsed.message === 'string'
+            ? parsed.message
+            : text;
+  } catch {
+    message = text;
   }
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (error) {
-    throw new ProviderError('protocol', 'upstream answered with malformed JSON', { cause: error });
+  const header = headers['retry-after-ms'];
+  const retryAfterMsHeader = Array.isArray(header) ? header[0] : header;
+  const error = statusError(
+    status,
+    message.slice(0, 500) || `upstream status ${status}`,
+    headers['retry-after'],
+  );
+  if (retryAfterMsHeader !== undefined && Number.isFinite(Number(retryAfterMsHeader))) {
+    return new ProviderError('status', error.message, { status, retryAfterMs: Number(retryAfterMsHeader) });
   }
+  return error;
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
 import { presentModel, presentPlan } from '../present.ts';
 
-/** Health, plans and models: no key needed. */
+/** Health, plans, models and metrics: no key needed. */
 export function publicRoutes(app: FastifyInstance, services: Services): void {
   app.get('/health', async (_request, reply) => {
     const report = await services.health();
@@ -20,4 +20,9 @@ export function publicRoutes(app: FastifyInstance, services: Services): void {
     data: [...services.config.models.values()].map((model) => presentModel(model, created)),
   };
   app.get('/v1/models', async () => models);
+
+  app.get('/metrics', async (_request, reply) => {
+    const body = await services.metrics.registry.metrics();
+    return reply.type(services.metrics.registry.contentType).send(body);
+  });
 }

@@ -6,7 +6,6 @@ import {
   errorFromResponse,
   readEvents,
   releaseBody,
-  readJson,
   toProviderError,
 } from '../upstream-http.ts';
 import {
@@ -38,30 +37,25 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
   const headers: Record<string, string> = { 'anthropic-version': API_VERSION, ...config.headers };
   if (config.apiKey) headers['x-api-key'] = config.apiKey;
 
-  const send = async (body: Record<string, unknown>, signal: AbortSignal) => {
-    const response = await client.post(path, headers, JSON.stringify(body), signal);
-    if (response.status !== 200) throw await errorFromResponse(response);
-    return response;
-  };
-
   return {
     id: config.id,
     async complete(call) {
-      const response = await send(
-        convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, false),
+      const body = convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, false);
+      const parsed = (await client.postJson(
+        path,
+        headers,
+        JSON.stringify(body),
         call.signal,
-      );
-      const parsed = (await readJson(response, call.signal)) as AnthropicResponse | null;
+      )) as AnthropicResponse | null;
       if (!parsed || !Array.isArray(parsed.content) || typeof parsed.usage !== 'object') {
         throw new ProviderError('protocol', 'upstream answer is not a Messages API message');
       }
       return convertAnthropicResponse(parsed);
     },
     async *stream(call) {
-      const response = await send(
-        convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true),
-        call.signal,
-      );
+      const body = convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true);
+      const response = await client.post(path, headers, JSON.stringify(body), call.signal);
+      if (response.status !== 200) throw await errorFromResponse(response);
       let finished = false;
       const state = {
         id: '',

@@ -6,7 +6,6 @@ import {
   readEvents,
   releaseBody,
   errorFromResponse,
-  readJson,
   toProviderError,
 } from '../upstream-http.ts';
 
@@ -19,16 +18,7 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
   const headers: Record<string, string> = { ...config.headers };
   if (config.apiKey) headers['authorization'] = `Bearer ${config.apiKey}`;
 
-  const send = async (body: Record<string, unknown>, signal: AbortSignal, stream: boolean) => {
-    const response = await client.post(
-      '/chat/completions',
-      stream ? { ...headers, accept: 'text/event-stream' } : headers,
-      JSON.stringify(body),
-      signal,
-    );
-    if (response.status !== 200) throw await errorFromResponse(response);
-    return response;
-  };
+  const streamHeaders = { ...headers, accept: 'text/event-stream' };
 
   return {
     id: config.id,
@@ -40,8 +30,7 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
         stream: false,
       };
       delete body['stream_options'];
-      const response = await send(body, call.signal, false);
-      const parsed = await readJson(response, call.signal);
+      const parsed = await client.postJson('/chat/completions', headers, JSON.stringify(body), call.signal);
       if (!isCompletion(parsed))
         throw new ProviderError('protocol', 'upstream answer is not a chat completion');
       return parsed;
@@ -54,7 +43,13 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
         stream: true,
         stream_options: { include_usage: true },
       };
-      const response = await send(body, call.signal, true);
+      const response = await client.post(
+        '/chat/completions',
+        streamHeaders,
+        JSON.stringify(body),
+        call.signal,
+      );
+      if (response.status !== 200) throw await errorFromResponse(response);
       let finished = false;
       try {
         for await (const event of readEvents(response)) {

@@ -1,0 +1,156 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Services } from '../services.ts';
+import { GatewayError } from '../shared/gateway-error.ts';
+import { bearerToken } from './auth-hook.ts';
+import { errorHeaders, toGatewayError } from './error-handler.ts';
+import { createSseSink } from './sse-sink.ts';
+
+export const CHAT_PATH = '/v1/chat/completions';
+
+export interface ChatEndpointOptions {
+  services: Services;
+  nextRequestId(): string;
+  /** True once the server is draining: new requests get 503, as Fastify's own routes do. */
+  closing(): boolean;
+}
+
+/**
+ * POST /v1/chat/completions on node:http directly, ahead of Fastify's router: every model call takes this
+ * route, and Fastify's hooks, body parser and reply pipeline cost more CPU than the rest of our HTTP work
+ * (docs/performance.md). It answers exactly as a Fastify route would: same ids, errors, limits and headers.
+ * Returns false for any other request, which the caller hands to Fastify.
+ */
+export function createChatEndpoint(
+  options: ChatEndpointOptions,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
+  return (req, res) => {
+    if (req.method !== 'POST' || !isChatPath(req.url)) return false;
+    void serveChat(options, req, res, performance.now());
+    return true;
+  };
+}
+
+const isChatPath = (url: string | undefined): boolean =>
+  url === CHAT_PATH || (url !== undefined && url.startsWith(`${CHAT_PATH}?`));
+
+async function serveChat(
+  options: ChatEndpointOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  arrivedAt: number,
+): Promise<void> {
+  const { services } = options;
+  const requestId = options.nextRequestId();
+  try {
+    if (options.closing()) {
+      res.setHeader('connection', 'close');
+      throw new GatewayError('service_unavailable', 'the server is shutting down; retry on another instance');
+    }
+    const principal = await services.accounts.authenticate(
+      bearerToken(req.headers.authorization),
+      clientIp(req, services.config.trustProxy),
+    );
+    if (principal.kind !== 'user') throw new GatewayError('forbidden', 'this route needs a user API key');
+    const body = await readJsonBody(req, services.config.bodyLimitBytes);
+    const ctx = { requestId, key: principal.key, account: principal.account, arrivedAt };
+    const admitted = await services.gateway.admit(ctx, body);
+    if (admitted.request.stream) {
+      await services.gateway.stream(admitted, createSseSink(res, { 'x-request-id': requestId }));
+      return;
+    }
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const { completion, headers } = await services.gateway.complete(admitted, abort.signal);
+    const json = JSON.stringify(completion);
+    res.writeHead(200, {
+      ...headers,
+      'x-request-id': requestId,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(json),
+    });
+    res.end(json);
+  } catch (error) {
+    const failure = toGatewayError(error);
+    if (failure.status >= 500) services.logger.error({ err: error, reqId: requestId }, 'request failed');
+    if (res.headersSent || res.destroyed) {
+      // A stream already open ends its own way (the gateway writes the error event); anything else is cut.
+      if (!res.writableEnded) res.destroy();
+      return;
+    }
+    const json = JSON.stringify(failure.toBody());
+    res.writeHead(failure.status, {
+      ...errorHeaders(failure),
+      'x-request-id': requestId,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(json),
+    });
+    res.end(json);
+  }
+}
+
+/** The client's address; behind a trusted proxy, the first X-Forwarded-For entry (as Fastify's trustProxy). */
+function clientIp(req: IncomingMessage, trustProxy: boolean): string {
+  const header = trustProxy ? req.headers['x-forwarded-for'] : undefined;
+  const first = (Array.isArray(header) ? header[0] : header)?.split(',')[0]?.trim();
+  return first || (req.socket.remoteAddress ?? '');
+}
+
+/**
+ * Reads and parses a JSON body of at most `limitBytes`; undefined when there is none. A body over the limit
+ * is answered at once (413) and the rest read off and dropped, so the connection stays usable.
+ */
+function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  const hasBody = req.headers['transfer-encoding'] !== undefined || declared > 0;
+  if (!hasBody) {
+    if (req.headers['content-type'] !== undefined && isJsonType(req.headers['content-type']))
+      return Promise.reject(new GatewayError('invalid_request', 'request body is empty'));
+    return Promise.resolve(undefined);
+  }
+  if (!isJsonType(req.headers['content-type'] ?? ''))
+    return Promise.reject(
+      new GatewayError('invalid_request', 'Content-Type must be application/json', { status: 415 }),
+    );
+  if (declared > limitBytes) {
+    req.resume();
+    return Promise.reject(tooLarge());
+  }
+  // Past the limit, what still arrives is read and dropped: the connection stays usable after the 413.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    req.on('data', (chunk: Buffer) => {
+      length += chunk.length;
+      if (length <= limitBytes) chunks.push(chunk);
+      else if (chunks.length > 0) {
+        chunks.length = 0;
+        reject(tooLarge());
+      }
+    });
+    req.on('error', reject);
+    req.on('end', () => {
+      if (length > limitBytes) return reject(tooLarge());
+      const text = chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks, length).toString();
+      try {
+        resolve(JSON.parse(text));
+      } catch (error) {
+        reject(
+          new GatewayError('invalid_request', `request body is not valid JSON: ${(error as Error).message}`, {
+            cause: error,
+          }),
+        );
+      }
+    });
+  });
+}
+
+const tooLarge = (): GatewayError =>
+  new GatewayError('invalid_request', 'request body is too large', { status: 413 });
+
+/** application/json, with or without parameters (charset), in any case. */
+function isJsonType(contentType: string): boolean {
+  const type = contentType.split(';', 1)[0]!.trim().toLowerCase();
+  return type === 'application/json';
+}

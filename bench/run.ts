@@ -25,7 +25,9 @@ const QUICK = args.has('--quick');
 const PEER = !args.has('--no-peer');
 const SOAK_SECONDS = Number([...args].find((a) => a.startsWith('--soak='))?.slice(7) ?? 0);
 const ROUNDS = QUICK ? 1 : 3;
-const THROUGHPUT_MS = QUICK ? 2_000 : 5_000;
+/** Each round measures CPU in this many closed-loop slices per target, alternating between targets. */
+const SLICES = QUICK ? 4 : 8;
+const SLICE_MS = 1_500;
 const LATENCY_MS = QUICK ? 2_000 : 4_000;
 const CONCURRENT_STREAMS = 2_000;
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -113,10 +115,36 @@ const median = (values: number[]): number => {
   const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
   return sorted.length === 0 ? NaN : sorted[Math.floor(sorted.length / 2)]!;
 };
-const spread = (values: number[]): string => {
+const spread = (values: number[], digits = 1): string => {
   const finite = values.filter(Number.isFinite);
-  return finite.length < 2 ? '' : ` (${Math.min(...finite).toFixed(1)}–${Math.max(...finite).toFixed(1)})`;
+  return finite.length < 2
+    ? ''
+    : ` (${Math.min(...finite).toFixed(digits)}–${Math.max(...finite).toFixed(digits)})`;
 };
+
+/**
+ * Closed-loop load on each target in turn, `slices` times, summing requests and gateway CPU per target: the
+ * targets share the machine's slow and fast moments instead of one getting a whole slow stretch.
+ */
+async function cpuSlices(
+  targets: Target[],
+  slices: number,
+  sliceMs: number,
+): Promise<Map<string, { requests: number; seconds: number; cpuSeconds: number; non200: number }>> {
+  const totals = new Map(targets.map((t) => [t.name, { requests: 0, seconds: 0, cpuSeconds: 0, non200: 0 }]));
+  for (let slice = 0; slice < slices; slice++) {
+    for (const target of slice % 2 === 0 ? targets : [...targets].reverse()) {
+      const total = totals.get(target.name)!;
+      const cpuBefore = target.pid ? treeCpuSeconds(target.pid) : 0;
+      const run = await closedLoop(target, 16, sliceMs);
+      total.cpuSeconds += target.pid ? treeCpuSeconds(target.pid) - cpuBefore : NaN;
+      total.requests += run.requests;
+      total.seconds += run.seconds;
+      total.non200 += run.non200;
+    }
+  }
+  return totals;
+}
 
 async function main(): Promise<void> {
   if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
@@ -158,6 +186,7 @@ async function main(): Promise<void> {
     tollgate.target,
     ...(portkey ? [portkey.target] : []),
   ];
+  const ratios = { bare: [] as number[], peer: [] as number[] };
   const rows = new Map<string, Row>(
     targets.map((t) => [
       t.name,
@@ -185,14 +214,19 @@ async function main(): Promise<void> {
     }
     for (let round = 1; round <= ROUNDS; round++) {
       log(`round ${round}/${ROUNDS}`);
+      const sliced = await cpuSlices(targets, SLICES, SLICE_MS);
       for (const target of targets) {
         const row = rows.get(target.name)!;
-        const cpuBefore = target.pid ? treeCpuSeconds(target.pid) : 0;
-        const run = await closedLoop(target, 16, THROUGHPUT_MS);
-        const cpu = target.pid ? treeCpuSeconds(target.pid) - cpuBefore : NaN;
+        const run = sliced.get(target.name)!;
         row.rps.push(run.requests / run.seconds);
-        row.cpuMicros.push((cpu * 1e6) / run.requests);
+        row.cpuMicros.push((run.cpuSeconds * 1e6) / run.requests);
         row.non200 += run.non200;
+      }
+      const cpuOf = (name: string): number => rows.get(name)?.cpuMicros.at(-1) ?? NaN;
+      ratios.bare.push(cpuOf('Tollgate') / cpuOf('bare node:http proxy'));
+      ratios.peer.push(cpuOf('Tollgate') / cpuOf('Portkey 1.15.2'));
+      for (const target of targets) {
+        const row = rows.get(target.name)!;
         for (const connections of [1, 16, 64] as const) {
           const rate = connections === 1 ? 200 : 500;
           const result = await openLoop(target, connections, rate, LATENCY_MS);
@@ -213,7 +247,7 @@ async function main(): Promise<void> {
         row.maxEventsPerRead = Math.max(row.maxEventsPerRead, streamed.maxEventsPerRead);
         row.non200 += streamed.non200;
         log(
-          `  ${target.name}: ${Math.round(run.requests / run.seconds)} req/s, ${((cpu * 1e6) / run.requests).toFixed(0)} µs CPU/req`,
+          `  ${target.name}: ${Math.round(row.rps.at(-1)!)} req/s, ${row.cpuMicros.at(-1)!.toFixed(0)} µs CPU/req`,
         );
       }
     }
@@ -225,7 +259,7 @@ async function main(): Promise<void> {
 
     log('micro benchmarks …');
     const micro = [...(await settlementBench(PG_URL)), ...(await admissionBench(REDIS_URL))];
-    writeReport([...rows.values()], held, soak, micro);
+    writeReport([...rows.values()], ratios, held, soak, micro);
     const failures = rows.get('Tollgate')!.non200;
     log(`Tollgate non-200 answers: ${failures}`);
     if (failures > 0) process.exitCode = 1;
@@ -305,13 +339,13 @@ async function soakRun(target: Target, seconds: number): Promise<{ samples: numb
 
 function writeReport(
   rows: Row[],
+  ratios: { bare: number[]; peer: number[] },
   held: Held,
   soak: { samples: number[] } | undefined,
   micro: MicroResult[],
 ): void {
   const byName = new Map(rows.map((r) => [r.target, r]));
   const direct = byName.get('mock (direct)')!;
-  const bare = byName.get('bare node:http proxy')!;
   const tollgate = byName.get('Tollgate')!;
   const portkey = byName.get('Portkey 1.15.2');
   const commit = (() => {
@@ -337,7 +371,7 @@ function writeReport(
     '',
     '## Non-streamed requests',
     '',
-    "Throughput: 16 connections, closed loop. CPU: the gateway process's user+system time from /proc, divided by requests served. Latency: open loop at a fixed rate (200 req/s on 1 connection, 500 req/s on 16 and 64), measured from the scheduled send; \"added\" is the target's percentile minus the direct mock's in the same rounds.",
+    `Throughput and CPU: 16 connections, closed loop, in ${SLICES} slices of ${SLICE_MS / 1000} s per target and round, the targets taking turns (the order reversed every other slice), so that a change in the shared machine's speed falls on every target alike. CPU: the gateway process's user+system time from /proc, divided by requests served. Latency: open loop at a fixed rate (200 req/s on 1 connection, 500 req/s on 16 and 64), measured from the scheduled send; "added" is the target's percentile minus the direct mock's in the same rounds.`,
     '',
     '| target | req/s | CPU µs/req | added p50 @1 (ms) | added p50 @16 | added p99 @16 | added p50 @64 | added p99 @64 |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
@@ -347,7 +381,7 @@ function writeReport(
         : `| ${row.target} | ${median(row.rps).toFixed(0)} | ${median(row.cpuMicros).toFixed(0)}${spread(row.cpuMicros)} | ${added(row, 1, 'p50')} | ${added(row, 16, 'p50')} | ${added(row, 16, 'p99')} | ${added(row, 64, 'p50')} | ${added(row, 64, 'p99')} |`,
     ),
     '',
-    `Ratios: Tollgate CPU/request is ${(median(tollgate.cpuMicros) / median(bare.cpuMicros)).toFixed(2)}× the bare proxy's (target ≤ 1.3×)${portkey ? ` and ${(median(tollgate.cpuMicros) / median(portkey.cpuMicros)).toFixed(2)}× Portkey's (target ≤ 0.2×)` : ''}.`,
+    `Ratios, each the median of the rounds' own ratios: Tollgate CPU/request is ${median(ratios.bare).toFixed(2)}×${spread(ratios.bare, 2)} the bare proxy's (target ≤ 1.3×)${portkey ? ` and ${median(ratios.peer).toFixed(2)}×${spread(ratios.peer, 2)} Portkey's (target ≤ 0.2×)` : ''}.`,
     '',
     '## Streams',
     '',

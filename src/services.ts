@@ -139,7 +139,11 @@ export function createServices(options: ServicesOptions): Services {
     spoolPath: options.spoolPath ?? defaultSpoolPath(config.databaseUrl),
     holdRows: holds.rowsInStore,
   });
-  settlements.onSettled = (batch) => holds.settled(batch.map((settlement) => settlement.requestId));
+  settlements.onSettled = (batch) =>
+    holds.settled(
+      batch.map((settlement) => settlement.requestId),
+      clock(),
+    );
 
   const planOf = (account: AccountRecord): PlanConfig =>
     config.plans.get(account.plan) ?? (config.plans.get('free_trial') as PlanConfig);

@@ -4,6 +4,7 @@ import { migrate } from '../store/migrate.ts';
 import { newAccountRecord } from '../store/records.ts';
 import { createStore, openDb } from '../store/store.ts';
 import { createHoldBook } from './hold-book.ts';
+import { settlementOf } from './testing.ts';
 
 const NOW = Date.parse('2026-11-03T10:00:00Z');
 
@@ -53,8 +54,28 @@ describe('the in-process hold book (embedded store)', () => {
     const holds = createHoldBook(store);
     assert.equal(await holds.hold('x', 'acct_h', 1_000, NOW, NOW + 1), true);
     assert.equal(await holds.hold('y', 'acct_h', 1, NOW, NOW + 1), false);
-    holds.settled(['x']);
+    holds.settled(['x'], NOW);
     assert.equal(await holds.hold('y', 'acct_h', 1, NOW, NOW + 1), true);
+    await store.close();
+  });
+
+  it('reads a charged account again as its settlement commits, so the next request needs no read', async () => {
+    const { store, grant } = await embeddedStore();
+    await grant('g', 1_000, NOW + 86_400_000);
+    const readNow = store.db.readNow!.bind(store.db);
+    let reads = 0;
+    store.db.readNow = (sql, params) => {
+      reads += 1;
+      return readNow(sql, params);
+    };
+    const holds = createHoldBook(store);
+    assert.equal(await holds.hold('x', 'acct_h', 600, NOW, NOW + 1), true);
+    await store.ledger.settle([settlementOf('x', 'acct_h', 500, NOW)], { holdRows: false });
+    holds.settled(['x'], NOW);
+    const readsAfterSettling = reads;
+    assert.equal(await holds.hold('y', 'acct_h', 500, NOW, NOW + 1), true, 'the 500 left after the charge');
+    assert.equal(await holds.hold('z', 'acct_h', 1, NOW, NOW + 1), false, 'and no more');
+    assert.equal(reads, readsAfterSettling, 'the requests after the settlement read nothing');
     await store.close();
   });
 });

@@ -16,8 +16,8 @@ export interface HoldBook {
     now: number,
     expiresAt: number,
   ): Promise<boolean>;
-  /** The settlements of these requests have committed: their holds are gone. */
-  settled(requestIds: readonly string[]): void;
+  /** The settlements of these requests have committed (at `now`, clock time): their holds are gone. */
+  settled(requestIds: readonly string[], now: number): void;
   /** What this book holds for the account beyond what the database shows. */
   heldMicros(accountId: string): number;
 }
@@ -59,6 +59,8 @@ type ReadNow = <T>(sql: string, params?: readonly (string | number | null)[]) =>
 
 /** Accounts whose balance is remembered; past this many, the memory starts over. */
 const MAX_REMEMBERED = 50_000;
+/** Accounts read again right after a settlement commits, at most, so a batch never blocks the loop for long. */
+const MAX_REFRESHED = 32;
 
 /**
  * The embedded store has exactly one instance, and a restart voids every hold anyway, so holds live in this
@@ -98,6 +100,10 @@ class ProcessHoldBook implements HoldBook {
     const writes = this.#writes();
     const known = this.#balances.get(accountId);
     if (known && known.writes === writes && now < known.until) return known.availableMicros;
+    return this.#read(accountId, writes, now);
+  }
+
+  #read(accountId: string, writes: number, now: number): number | undefined {
     const row = this.#readNow<BalanceRow>(BALANCE_QUERY, [accountId, now]);
     if (!row) return undefined;
     if (this.#balances.size >= MAX_REMEMBERED) this.#balances.clear();
@@ -106,14 +112,23 @@ class ProcessHoldBook implements HoldBook {
     return availableMicros;
   }
 
-  settled(requestIds: readonly string[]): void {
+  settled(requestIds: readonly string[], now: number): void {
+    const charged = new Set<string>();
     for (const requestId of requestIds) {
       const hold = this.#byRequest.get(requestId);
       if (!hold) continue;
       this.#byRequest.delete(requestId);
+      charged.add(hold.accountId);
       const left = (this.#byAccount.get(hold.accountId) ?? 0) - hold.amountMicros;
       if (left > 0) this.#byAccount.set(hold.accountId, left);
       else this.#byAccount.delete(hold.accountId);
+    }
+    // The commit made every remembered balance stale. The accounts it charged are read again here, off the
+    // request path: otherwise the next request of each pays the read, and a lone caller's every request does.
+    let refreshed = 0;
+    for (const accountId of charged) {
+      if (refreshed++ === MAX_REFRESHED) break;
+      this.#read(accountId, this.#writes(), now);
     }
   }
 

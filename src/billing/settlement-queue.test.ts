@@ -8,24 +8,9 @@ import { migrate } from '../store/migrate.ts';
 import { newAccountRecord, type Settlement } from '../store/records.ts';
 import { createStore, openDb } from '../store/store.ts';
 import { SettlementQueue } from './settlement-queue.ts';
+import { settlementOf } from './testing.ts';
 
 const silent = pino({ level: 'silent' });
-
-const settlementOf = (requestId: string, accountId: string, costMicros: number, now: number): Settlement => ({
-  requestId,
-  accountId,
-  keyId: 'k',
-  model: 'model-b',
-  deployment: null,
-  promptTokens: 1,
-  completionTokens: 1,
-  estimated: false,
-  costMicros,
-  status: 'ok',
-  latencyMs: 1,
-  ttftMs: null,
-  createdAt: now,
-});
 
 describe('the settlement queue', () => {
   it('spools what the database refuses at shutdown, and the next start applies it once', async () => {

@@ -117,33 +117,48 @@ function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown
     req.resume();
     return Promise.reject(tooLarge());
   }
+  // Usually the whole body came in the packets that brought the headers: it is taken off the stream now,
+  // without waiting for its data and end events.
+  if (req.complete) {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) {
+      chunks.push(chunk);
+      length += chunk.length;
+    }
+    if (length > limitBytes) return Promise.reject(tooLarge());
+    return parseJsonBody(chunks, length);
+  }
   // Past the limit, what still arrives is read and dropped: the connection stays usable after the 413.
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let length = 0;
     req.on('data', (chunk: Buffer) => {
+      if (length > limitBytes) return;
       length += chunk.length;
-      if (length <= limitBytes) chunks.push(chunk);
-      else if (chunks.length > 0) {
-        chunks.length = 0;
-        reject(tooLarge());
-      }
+      if (length <= limitBytes) return void chunks.push(chunk);
+      chunks.length = 0;
+      reject(tooLarge());
     });
     req.on('error', reject);
     req.on('end', () => {
-      if (length > limitBytes) return reject(tooLarge());
-      const text = chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks, length).toString();
-      try {
-        resolve(JSON.parse(text));
-      } catch (error) {
-        reject(
-          new GatewayError('invalid_request', `request body is not valid JSON: ${(error as Error).message}`, {
-            cause: error,
-          }),
-        );
-      }
+      if (length <= limitBytes) parseJsonBody(chunks, length).then(resolve, reject);
     });
   });
+}
+
+/** The body's bytes as JSON; a 400 naming the syntax error if they are not. */
+function parseJsonBody(chunks: Buffer[], length: number): Promise<unknown> {
+  const text = chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks, length).toString();
+  try {
+    return Promise.resolve(JSON.parse(text));
+  } catch (error) {
+    return Promise.reject(
+      new GatewayError('invalid_request', `request body is not valid JSON: ${(error as Error).message}`, {
+        cause: error,
+      }),
+    );
+  }
 }
 
 const tooLarge = (): GatewayError =>

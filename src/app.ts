@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import './http/fastify-types.ts';
 import { installAuth } from './http/auth-hook.ts';
@@ -29,11 +30,19 @@ export function createApp(services: Services): FastifyInstance {
   const nextRequestId = createRequestIds();
   let closing = false;
   const chat = createChatEndpoint({ services, nextRequestId, closing: () => closing });
+  // Connections that have not sent a request yet: Node does not count them idle, so without this a client
+  // that connects and says nothing would hold a shutdown until the headers timeout (a minute).
+  const silent = new Set<Socket>();
   const app = Fastify({
     // The chat endpoint is served before Fastify sees the request; everything else goes to Fastify.
     serverFactory: (handler) => {
       const server = createServer((req, res) => {
+        silent.delete(req.socket);
         if (!chat(req, res)) handler(req, res);
+      });
+      server.on('connection', (socket: Socket) => {
+        silent.add(socket);
+        socket.once('close', () => silent.delete(socket));
       });
       // Fastify's own default, which it applies only to servers it creates: longer than proxies' idle timeouts.
       server.keepAliveTimeout = 72_000;
@@ -59,6 +68,7 @@ export function createApp(services: Services): FastifyInstance {
   routes.add(CHAT_PATH, 'POST');
   app.addHook('preClose', async () => {
     closing = true;
+    for (const socket of silent) socket.destroy();
   });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

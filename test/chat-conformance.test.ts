@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { Agent, request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import OpenAI, { APIError } from 'openai';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
@@ -373,6 +374,22 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
       assert.equal(chunked.localPort, first.localPort);
     } finally {
       agent.destroy();
+    }
+  });
+
+  it('a connection that never sends a request does not hold up a shutdown', async () => {
+    const own = await startTestServer({ backend: opened });
+    const socket = connect(Number(new URL(own.url).port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const closed = new Promise((resolve) => socket.once('close', () => resolve('closed')));
+    const within = (ms: number) =>
+      new Promise((resolve) => setTimeout(resolve, ms, `still open after ${ms} ms`));
+    try {
+      // Node's own timeouts would close it only after a minute or more.
+      assert.equal(await Promise.race([own.close().then(() => 'closed'), within(5_000)]), 'closed');
+      assert.equal(await Promise.race([closed, within(1_000)]), 'closed', 'the silent connection');
+    } finally {
+      socket.destroy();
     }
   });
 

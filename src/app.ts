@@ -31,7 +31,7 @@ export function createApp(services: Services): FastifyInstance {
   let closing = false;
   const chat = createChatEndpoint({ services, nextRequestId, closing: () => closing });
   // Connections that have not sent a request yet: Node does not count them idle, so without this a client
-  // that connects and says nothing would hold a shutdown until the headers timeout (a minute).
+  // that connects and says nothing would hold a shutdown open for minutes.
   const silent = new Set<Socket>();
   const app = Fastify({
     // The chat endpoint is served before Fastify sees the request; everything else goes to Fastify.

@@ -6,7 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { closedLoop } from './lib/load.ts';
-import { CAN_PIN, cpuSeconds, startPinned } from './lib/processes.ts';
+import { startMock } from './lib/mock.ts';
+import { CAN_PIN, cpuSeconds } from './lib/processes.ts';
 import { startTollgate } from './lib/tollgate.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -70,14 +71,8 @@ async function main(): Promise<void> {
   if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
   rmSync(OUT, { recursive: true, force: true });
   mkdirSync(OUT, { recursive: true });
-  const mock = await startPinned(
-    1,
-    process.execPath,
-    [join(ROOT, 'bench/mock-upstream.ts')],
-    {},
-    /listening (\d+)/,
-  );
-  const tollgate = await startTollgate(Number(mock.match[1]), ['--cpu-prof', `--cpu-prof-dir=${OUT}`]);
+  const { process: mock, port: mockPort } = await startMock();
+  const tollgate = await startTollgate(mockPort, ['--cpu-prof', `--cpu-prof-dir=${OUT}`]);
   try {
     await closedLoop(tollgate.target, 16, 3_000);
     const before = cpuSeconds(tollgate.process.pid);

@@ -8,6 +8,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { CAN_PIN, residentMiB, startPinned, treeCpuSeconds, type Started } from './lib/processes.ts';
+import { startMock } from './lib/mock.ts';
 import { startTollgate } from './lib/tollgate.ts';
 import {
   closedLoop,
@@ -151,14 +152,7 @@ async function main(): Promise<void> {
   log(
     `pinning: ${CAN_PIN ? 'gateways on core 0, mock and load generator on core 1' : 'taskset unavailable, unpinned'}`,
   );
-  const mock = await startPinned(
-    1,
-    process.execPath,
-    [join(ROOT, 'bench/mock-upstream.ts')],
-    {},
-    /listening (\d+)/,
-  );
-  const mockPort = Number(mock.match[1]);
+  const { process: mock, port: mockPort } = await startMock();
   const bare = await startPinned(
     0,
     process.execPath,

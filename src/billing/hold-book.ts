@@ -125,10 +125,11 @@ class ProcessHoldBook implements HoldBook {
     }
     // The commit made every remembered balance stale. The accounts it charged are read again here, off the
     // request path: otherwise the next request of each pays the read, and a lone caller's every request does.
+    const writes = this.#writes();
     let refreshed = 0;
     for (const accountId of charged) {
       if (refreshed++ === MAX_REFRESHED) break;
-      this.#read(accountId, this.#writes(), now);
+      this.#read(accountId, writes, now);
     }
   }
 

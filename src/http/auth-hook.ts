@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AccountsService } from '../accounts/accounts-service.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
+import { asUser } from './routes/principal.ts';
 
 /** Reads `Authorization: Bearer <key>`; undefined when absent or of another scheme. */
 export function bearerToken(header: string | undefined): string | undefined {
@@ -18,8 +19,7 @@ export function installAuth(app: FastifyInstance, accounts: AccountsService): vo
     const principal = await accounts.authenticate(bearerToken(request.headers.authorization), request.ip);
     if (auth === 'admin' && principal.kind !== 'admin')
       throw new GatewayError('forbidden', 'this route needs the admin key');
-    if (auth === 'user' && principal.kind !== 'user')
-      throw new GatewayError('forbidden', 'this route needs a user API key');
+    if (auth === 'user') asUser(principal);
     request.principal = principal;
   });
 }

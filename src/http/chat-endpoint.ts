@@ -3,6 +3,7 @@ import type { Services } from '../services.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { bearerToken } from './auth-hook.ts';
 import { errorHeaders, toGatewayError } from './error-handler.ts';
+import { asUser } from './routes/principal.ts';
 import { createSseSink } from './sse-sink.ts';
 
 export const CHAT_PATH = '/v1/chat/completions';
@@ -46,13 +47,14 @@ async function serveChat(
       res.setHeader('connection', 'close');
       throw new GatewayError('service_unavailable', 'the server is shutting down; retry on another instance');
     }
-    const principal = await services.accounts.authenticate(
-      bearerToken(req.headers.authorization),
-      clientIp(req, services.config.trustProxy),
+    const { key, account } = asUser(
+      await services.accounts.authenticate(
+        bearerToken(req.headers.authorization),
+        clientIp(req, services.config.trustProxy),
+      ),
     );
-    if (principal.kind !== 'user') throw new GatewayError('forbidden', 'this route needs a user API key');
     const body = await readJsonBody(req, services.config.bodyLimitBytes);
-    const ctx = { requestId, key: principal.key, account: principal.account, arrivedAt };
+    const ctx = { requestId, key, account, arrivedAt };
     const admitted = await services.gateway.admit(ctx, body);
     if (admitted.request.stream) {
       await services.gateway.stream(admitted, createSseSink(res, { 'x-request-id': requestId }));
@@ -63,14 +65,7 @@ async function serveChat(
       if (!res.writableFinished) abort.abort();
     });
     const { completion, headers } = await services.gateway.complete(admitted, abort.signal);
-    const json = JSON.stringify(completion);
-    res.writeHead(200, {
-      ...headers,
-      'x-request-id': requestId,
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(json),
-    });
-    res.end(json);
+    sendJson(res, 200, { ...headers, 'x-request-id': requestId }, completion);
   } catch (error) {
     const failure = toGatewayError(error);
     if (failure.status >= 500) services.logger.error({ err: error, reqId: requestId }, 'request failed');
@@ -79,15 +74,24 @@ async function serveChat(
       if (!res.writableEnded) res.destroy();
       return;
     }
-    const json = JSON.stringify(failure.toBody());
-    res.writeHead(failure.status, {
-      ...errorHeaders(failure),
-      'x-request-id': requestId,
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(json),
-    });
-    res.end(json);
+    sendJson(res, failure.status, { ...errorHeaders(failure), 'x-request-id': requestId }, failure.toBody());
   }
+}
+
+/** Writes `value` as the whole JSON answer, in one write with its headers. */
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  value: unknown,
+): void {
+  const json = JSON.stringify(value);
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(json),
+  });
+  res.end(json);
 }
 
 /** The client's address; behind a trusted proxy, the first X-Forwarded-For entry (as Fastify's trustProxy). */

@@ -46,16 +46,16 @@ export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig):
     connections: 256,
     pipelining: 1,
   });
+  const requestOf = (path: string, headers: Record<string, string>, body: string) => ({
+    path: `${prefix}${path}`,
+    method: 'POST' as const,
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  });
   return {
     async post(path, headers, body, signal) {
       try {
-        const response = await pool.request({
-          path: `${prefix}${path}`,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...headers },
-          body,
-          signal,
-        });
+        const response = await pool.request({ ...requestOf(path, headers, body), signal });
         return { status: response.statusCode, headers: response.headers, body: response.body };
       } catch (error) {
         throw toProviderError(error, signal);
@@ -74,45 +74,37 @@ export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig):
         const settle = (): void => signal.removeEventListener('abort', onAbort);
         if (signal.aborted) return reject(toProviderError(signal.reason, signal));
         signal.addEventListener('abort', onAbort, { once: true });
-        pool.dispatch(
-          {
-            path: `${prefix}${path}`,
-            method: 'POST',
-            headers: { 'content-type': 'application/json', ...headers },
-            body,
+        pool.dispatch(requestOf(path, headers, body), {
+          onRequestStart(started) {
+            controller = started;
+            if (signal.aborted) started.abort(new Error('request aborted'));
           },
-          {
-            onRequestStart(started) {
-              controller = started;
-              if (signal.aborted) started.abort(new Error('request aborted'));
-            },
-            onResponseStart(_controller, statusCode, responseHeaders) {
-              status = statusCode;
-              answerHeaders = responseHeaders;
-            },
-            onResponseData(reading, chunk) {
-              length += chunk.length;
-              if (length <= MAX_ANSWER_BYTES) chunks.push(chunk);
-              else reading.abort(new ProviderError('protocol', 'upstream answer is too large'));
-            },
-            onResponseEnd() {
-              settle();
-              const text = chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks).toString();
-              if (status !== 200) return reject(errorFromAnswer(status, answerHeaders, text));
-              try {
-                resolve(JSON.parse(text));
-              } catch (error) {
-                reject(
-                  new ProviderError('protocol', 'upstream answered with malformed JSON', { cause: error }),
-                );
-              }
-            },
-            onResponseError(_controller, error) {
-              settle();
-              reject(toProviderError(error, signal));
-            },
+          onResponseStart(_controller, statusCode, responseHeaders) {
+            status = statusCode;
+            answerHeaders = responseHeaders;
           },
-        );
+          onResponseData(reading, chunk) {
+            length += chunk.length;
+            if (length <= MAX_ANSWER_BYTES) chunks.push(chunk);
+            else reading.abort(new ProviderError('protocol', 'upstream answer is too large'));
+          },
+          onResponseEnd() {
+            settle();
+            const text = chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks).toString();
+            if (status !== 200) return reject(errorFromAnswer(status, answerHeaders, text));
+            try {
+              resolve(JSON.parse(text));
+            } catch (error) {
+              reject(
+                new ProviderError('protocol', 'upstream answered with malformed JSON', { cause: error }),
+              );
+            }
+          },
+          onResponseError(_controller, error) {
+            settle();
+            reject(toProviderError(error, signal));
+          },
+        });
       });
     },
     close: () => pool.close(),

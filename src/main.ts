@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig } from './config/load-config.ts';
+import { createMetricsServer, listenMetrics } from './observability/metrics-server.ts';
 import { createServices } from './services.ts';
 import { connectRedis } from './shared/connect-redis.ts';
 import { migrate } from './store/migrate.ts';
@@ -38,6 +39,12 @@ async function main(): Promise<void> {
   // Recovery (spooled settlements, orphaned holds) finishes before the first request can take a new hold.
   await services.start();
   const address = await app.listen({ port: config.port, host: config.host });
+  const metricsAddress = config.security.metricsAddress;
+  const metricsServer = metricsAddress ? createMetricsServer(services.metrics, logger) : undefined;
+  if (metricsServer && metricsAddress) {
+    await listenMetrics(metricsServer, metricsAddress.host, metricsAddress.port);
+    logger.info({ address: metricsAddress }, 'metrics served on their own address');
+  }
 
   const where = config.databaseUrl.startsWith('postgres')
     ? 'PostgreSQL'
@@ -60,6 +67,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'draining in-flight requests');
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
+    metricsServer?.close();
     app
       .close()
       .then(() => services.close())

@@ -185,6 +185,7 @@ export function createServices(options: ServicesOptions): Services {
     clock,
     logger,
     allowPrivate: config.webhookAllowPrivate,
+    ports: config.security.webhookPorts,
     ...(options.webhookTimeoutMs !== undefined ? { timeoutMs: options.webhookTimeoutMs } : {}),
     ...(options.webhookRetryDelaysMs ? { retryDelaysMs: options.webhookRetryDelaysMs } : {}),
   });

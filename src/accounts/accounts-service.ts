@@ -168,9 +168,13 @@ export class AccountsService {
   async revokeKey(accountId: string, keyId: string): Promise<ApiKeyRecord> {
     const { store, clock } = this.#o;
     const key = await this.#ownKey(accountId, keyId);
-    await store.accounts.revokeKey(key.id, clock());
+    if (key.status === 'revoked') return key;
+    const now = clock();
+    await store.accounts.revokeKey(key.id, now);
     await this.#invalidate({ keyId });
-    return { ...key, status: 'revoked' };
+    // Two revokes racing: the stored time is the one that counts.
+    const revoked = await this.#ownKey(accountId, keyId);
+    return { ...revoked, status: 'revoked', revokedAt: revoked.revokedAt ?? now };
   }
 
   /** Gives the key a new secret; the old one stops working at once. */

@@ -127,12 +127,6 @@ describe('what the public port shows, links and the test checkout', () => {
 });
 
 describe('production settings and the metrics listener', () => {
-  const production = {
-    NODE_ENV: 'production',
-    PUBLIC_URL: 'https://api.example',
-    SMTP_URL: 'smtp://mail:25',
-  };
-
   it('production needs PUBLIC_URL', () => {
     assert.throws(
       () =>

@@ -42,6 +42,11 @@ export class PaymentsService {
 
   constructor(options: PaymentsOptions) {
     this.#o = options;
+    if (options.provider.id === 'test')
+      options.logger.warn(
+        { provider: 'test' },
+        'THE TEST PAYMENT PROVIDER IS ON: any user can take any plan or credit without paying; set STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET for real payments (docs/security.md)',
+      );
   }
 
   get providerId(): string {

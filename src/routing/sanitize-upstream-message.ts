@@ -8,7 +8,8 @@ const MAX_LENGTH = 300;
  * the error's cause, for the (redacted) server log.
  */
 export function sanitizeUpstreamMessage(message: string, upstreamModel: string, publicModel: string): string {
-  let text = redactSecrets(message)
+  // An echoed header block goes whole, before anything else: its names say how Tollgate calls the upstream.
+  let text = redactSecrets(message.replace(/\bheaders?["']?\s*[:=]?\s*\{[^}]*\}?/gi, 'headers: [removed]'))
     .replace(/\p{Cc}+/gu, ' ')
     .replace(/\bhttps?:\/\/[^\s"'<>]+/gi, '[url]');
   if (upstreamModel && upstreamModel !== publicModel)

@@ -167,6 +167,7 @@ describe('upstream error text and logs', () => {
     assert.ok(!message.includes('upstreamSecret'), message);
     assert.ok(!/secret-upstream-model/i.test(message), message);
     assert.ok(!message.includes(upstream.url), message);
+    assert.ok(!/x-api-key|authorization/i.test(message), 'no header names either');
   });
 
   it('the logger scrubs keys from error messages, causes and credential fields', () => {

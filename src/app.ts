@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import './http/fastify-types.ts';
 import { installAuth } from './http/auth-hook.ts';
 import { CHAT_PATH, createChatEndpoint } from './http/chat-endpoint.ts';
+import { trustFunction } from './http/client-address.ts';
 import { installErrorHandling, RouteTable } from './http/error-handler.ts';
 import { accountRoutes } from './http/routes/account-routes.ts';
 import { adminRoutes } from './http/routes/admin-routes.ts';
@@ -53,7 +54,7 @@ export function createApp(services: Services): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: services.config.bodyLimitBytes,
     genReqId: nextRequestId,
-    trustProxy: services.config.trustProxy,
+    trustProxy: trustFunction(services.config.trustProxy),
     return503OnClosing: true,
     // Bodies are read and copied by spread, never merged into existing objects: a "__proto__" key in JSON
     // stays a plain own property, so the poisoning scan is cost without protection here.

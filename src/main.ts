@@ -1,7 +1,9 @@
-import { pino } from 'pino';
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig } from './config/load-config.ts';
+import { createLogger } from './observability/create-logger.ts';
+import { createMetricsServer, listenMetrics } from './observability/metrics-server.ts';
 import { createServices } from './services.ts';
+import { createSecretBox } from './shared/secret-box.ts';
 import { connectRedis } from './shared/connect-redis.ts';
 import { migrate } from './store/migrate.ts';
 import { createStore, openDb } from './store/store.ts';
@@ -18,10 +20,15 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = pino({ level: config.logLevel });
-  const store = createStore(openDb(config.databaseUrl));
+  const logger = createLogger(config.logLevel);
+  const store = createStore(openDb(config.databaseUrl), {
+    secrets: createSecretBox(config.security.secretKeys),
+  });
   const applied = await migrate(store.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
+  const resealed = await store.webhooks.resealSecrets();
+  if (resealed > 0)
+    logger.info({ resealed }, 'webhook signing secrets sealed with the current TOLLGATE_SECRET_KEY');
   const redis = config.redisUrl
     ? connectRedis(config.redisUrl, config.limiterFailurePolicy, logger)
     : undefined;
@@ -38,6 +45,12 @@ async function main(): Promise<void> {
   // Recovery (spooled settlements, orphaned holds) finishes before the first request can take a new hold.
   await services.start();
   const address = await app.listen({ port: config.port, host: config.host });
+  const metricsAddress = config.security.metricsAddress;
+  const metricsServer = metricsAddress ? createMetricsServer(services.metrics, logger) : undefined;
+  if (metricsServer && metricsAddress) {
+    await listenMetrics(metricsServer, metricsAddress.host, metricsAddress.port);
+    logger.info({ address: metricsAddress }, 'metrics served on their own address');
+  }
 
   const where = config.databaseUrl.startsWith('postgres')
     ? 'PostgreSQL'
@@ -60,6 +73,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'draining in-flight requests');
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
+    metricsServer?.close();
     app
       .close()
       .then(() => services.close())

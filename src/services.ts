@@ -35,7 +35,11 @@ export interface EffectiveLimits {
 
 export type Standing =
   | { ok: true }
-  | { ok: false; reason: 'subscription_expired' | 'trial_expired' | 'insufficient_balance'; message: string };
+  | {
+      ok: false;
+      reason: 'subscription_expired' | 'trial_expired' | 'insufficient_balance' | 'email_unverified';
+      message: string;
+    };
 
 export interface HealthReport {
   status: 'ok' | 'degraded' | 'down';
@@ -113,11 +117,11 @@ export function createServices(options: ServicesOptions): Services {
     options.mailer ??
     (config.smtpUrl
       ? createSmtpMailer(config.smtpUrl, 'Tollgate <no-reply@tollgate.local>')
-      : createLogMailer(logger));
-  const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger });
+      : createLogMailer(logger, { withText: !config.security.production }));
+  const limiter = options.limiter ?? new MemoryLimiter();
+  const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger, limiter });
   const startedAt = clock();
   const metrics = new Metrics();
-  const limiter = options.limiter ?? new MemoryLimiter();
   const providers = new Map<string, Provider>(
     [...config.providers.values()].map((provider) => [
       provider.id,
@@ -156,6 +160,9 @@ export function createServices(options: ServicesOptions): Services {
       dailyTokens: account.dailyTokenLimit ?? plan.dailyTokens,
     };
   };
+  // The trial credit is spendable only from a verified address when mail can reach one (docs/security.md).
+  const mustVerify = (account: AccountRecord): boolean =>
+    config.security.requireVerifiedEmail && account.plan === 'free_trial' && !account.emailVerified;
   const billingStanding = (account: AccountRecord, balance: Balance, now: number): Standing => {
     const plan = planOf(account);
     if (account.planExpiresAt !== null && account.planExpiresAt <= now) {
@@ -163,6 +170,14 @@ export function createServices(options: ServicesOptions): Services {
         ok: false,
         reason: 'subscription_expired',
         message: `your ${plan.name} plan ended on ${new Date(account.planExpiresAt).toISOString()} without renewal; renew it or buy a plan`,
+      };
+    }
+    if (mustVerify(account)) {
+      return {
+        ok: false,
+        reason: 'email_unverified',
+        message:
+          'verify your e-mail address to use the free trial credit (the token is in the e-mail we sent), or buy a plan',
       };
     }
     if (balance.availableMicros > 0) return { ok: true };
@@ -185,6 +200,7 @@ export function createServices(options: ServicesOptions): Services {
     clock,
     logger,
     allowPrivate: config.webhookAllowPrivate,
+    ports: config.security.webhookPorts,
     ...(options.webhookTimeoutMs !== undefined ? { timeoutMs: options.webhookTimeoutMs } : {}),
     ...(options.webhookRetryDelaysMs ? { retryDelaysMs: options.webhookRetryDelaysMs } : {}),
   });

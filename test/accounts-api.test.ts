@@ -192,7 +192,10 @@ for (const backend of BACKENDS) {
     });
 
     it('health, plans and models need no key', async () => {
-      const health = await server.call('GET', '/health');
+      const open = await server.call('GET', '/health');
+      assert.equal(open.status, 200);
+      assert.deepEqual(open.body, { status: 'ok' }, 'without the admin key, the status only');
+      const health = await server.call('GET', '/health', { key: ADMIN_KEY });
       assert.equal(health.status, 200);
       assert.equal(health.body.status, 'ok');
       assert.equal(health.body.database.ok, true);

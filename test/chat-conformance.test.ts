@@ -402,7 +402,9 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
     assert.match(response.headers.get('x-request-id') ?? '', /^req_/);
     assert.ok(Number(response.headers.get('x-tollgate-overhead-ms')) >= 0);
     assert.match(response.headers.get('x-tollgate-cost-usd') ?? '', /^0\.\d{6}$/);
-    const metrics = await fetch(`${server.url}/metrics`).then((r) => r.text());
+    const metrics = await fetch(`${server.url}/metrics`, {
+      headers: { authorization: `Bearer ${ADMIN_KEY}` },
+    }).then((r) => r.text());
     assert.match(
       metrics,
       /tollgate_chat_requests_total\{model="model-f",provider="simulator",status="ok"\} 1/,

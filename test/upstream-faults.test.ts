@@ -209,7 +209,7 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
     const skipped = await ask('model-e');
     assert.equal(skipped.status, 502);
     assert.equal(primary.received.length, before, 'an open circuit sends nothing upstream');
-    const health = await server.call('GET', '/health');
+    const health = await server.call('GET', '/health', { key: ADMIN_KEY });
     const state = health.body.deployments.find((d: any) => d.model === 'model-e');
     assert.equal(state.state, 'open');
     assert.equal(state.error_rate, 1);

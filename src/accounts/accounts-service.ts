@@ -6,11 +6,13 @@ import type { Config, PlanId } from '../config/config.ts';
 import type { Bus } from '../shared/bus.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { type Clock, newId } from '../shared/ids.ts';
+import type { Limiter } from '../limits/limiter.ts';
 import type { LimitOverrides } from '../store/accounts-repo.ts';
 import { type AccountRecord, type ApiKeyRecord, newAccountRecord } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import { createSecret, hashSecret, isPlausibleSecret } from './api-key-secret.ts';
 import type { KeyCache } from './key-cache.ts';
+import { canonicalMailbox, claimTrialMailbox } from './mailbox.ts';
 import type { Mailer } from './mailer.ts';
 import { hashPassword } from './passwords.ts';
 
@@ -39,12 +41,15 @@ export interface AccountsOptions {
   cache: KeyCache;
   bus: Bus;
   logger: Logger;
+  /** Counts key creations per account (TOLLGATE_KEY_CREATIONS_PER_MINUTE). */
+  limiter: Limiter;
 }
 
 /** Registration, verification, authentication, keys and the operator's account controls. */
 export class AccountsService {
   readonly #o: AccountsOptions;
   #adminHash: Buffer | undefined;
+  #creations = 0;
 
   constructor(options: AccountsOptions) {
     this.#o = options;
@@ -80,6 +85,11 @@ export class AccountsService {
         if (await tx.accounts.byEmail(normalized))
           throw new GatewayError('conflict', 'an account with this e-mail already exists');
         await tx.accounts.insert(account);
+        if (!(await claimTrialMailbox(tx.db, canonicalMailbox(normalized), account.id, now)))
+          throw new GatewayError(
+            'conflict',
+            'an account for this mailbox already exists (a +tag, or dots at Gmail, do not make another mailbox)',
+          );
         await tx.ledger.addGrant({
           id: newId('grant'),
           accountId: account.id,
@@ -123,6 +133,8 @@ export class AccountsService {
       throw new GatewayError('invalid_request', `verification token ${why}`);
     }
     await store.accounts.markVerified(result.accountId);
+    // Cached keys carry the account: a verified address must open the trial credit at once.
+    await this.#invalidate({ accountId: result.accountId });
     const account = await store.accounts.byId(result.accountId);
     if (!account) throw new GatewayError('invalid_request', 'verification token is not valid');
     return account;
@@ -161,16 +173,59 @@ export class AccountsService {
     return this.#o.store.accounts.keysOf(accountId);
   }
 
+  /**
+   * Creates a key: at most the plan's active keys (403 past it) and TOLLGATE_KEY_CREATIONS_PER_MINUTE per
+   * account (429), since limits are per key and every new key would bring a fresh allowance.
+   */
   async createKey(accountId: string, name: string, allowedIps: string[] | null): Promise<IssuedKey> {
-    return this.#insertKey(this.#o.store, accountId, name, allowedIps, this.#o.clock());
+    const { store, config, clock, limiter } = this.#o;
+    const account = await this.account(accountId);
+    const cap = config.plans.get(account.plan)?.maxActiveKeys ?? null;
+    const activeKeys = async (db: Store): Promise<number> =>
+      (await db.accounts.keysOf(accountId)).filter((key) => key.status === 'active').length;
+    const refuseCap = (): GatewayError =>
+      new GatewayError(
+        'forbidden',
+        `your plan allows ${cap} active API keys; revoke one or upgrade your plan`,
+      );
+    if (cap !== null && (await activeKeys(store)) >= cap) throw refuseCap();
+    const now = clock();
+    const admission = await limiter.admit({
+      subject: `key-creation:${accountId}`,
+      requestId: `key-creation-${this.#creations++}`,
+      limits: {
+        requestsPerMinute: config.security.keyCreationsPerMinute,
+        tokensPerMinute: null,
+        dailyTokens: null,
+      },
+      tokens: 0,
+      now,
+    });
+    if (!admission.allowed)
+      throw new GatewayError(
+        'rate_limit_exceeded',
+        'too many API keys created in the last minute; retry later',
+        {
+          ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
+        },
+      );
+    return store.transaction(async (tx) => {
+      // Checked again inside the transaction: creations racing past the first check (on SQLite, serialized).
+      if (cap !== null && (await activeKeys(tx)) >= cap) throw refuseCap();
+      return this.#insertKey(tx, accountId, name, allowedIps, now);
+    });
   }
 
   async revokeKey(accountId: string, keyId: string): Promise<ApiKeyRecord> {
     const { store, clock } = this.#o;
     const key = await this.#ownKey(accountId, keyId);
-    await store.accounts.revokeKey(key.id, clock());
+    if (key.status === 'revoked') return key;
+    const now = clock();
+    await store.accounts.revokeKey(key.id, now);
     await this.#invalidate({ keyId });
-    return { ...key, status: 'revoked' };
+    // Two revokes racing: the stored time is the one that counts.
+    const revoked = await this.#ownKey(accountId, keyId);
+    return { ...revoked, status: 'revoked', revokedAt: revoked.revokedAt ?? now };
   }
 
   /** Gives the key a new secret; the old one stops working at once. */

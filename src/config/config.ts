@@ -50,6 +50,8 @@ export interface PlanConfig {
   /** Credit granted with each paid period, expiring at the period's end. */
   monthlyAllowanceMicros: number;
   purchasable: boolean;
+  /** Active API keys an account on this plan may hold; null means unlimited. */
+  maxActiveKeys: number | null;
 }
 
 export interface TimeoutsConfig {
@@ -67,13 +69,36 @@ export interface RoutingConfig {
   breakerCooldownMs: number;
 }
 
+/**
+ * Which peers may set the client address: false (the socket's), a hop count from the right of
+ * X-Forwarded-For, or the trusted proxies' addresses and CIDR blocks (docs/security.md).
+ */
+export type TrustProxy = false | number | readonly string[];
+
+/** Security settings from the environment (docs/security.md). */
+export interface SecurityConfig {
+  /** NODE_ENV or TOLLGATE_ENV is `production`: start-up refuses unsafe defaults. */
+  production: boolean;
+  /** Spending the trial credit needs a verified e-mail address (by default: when SMTP_URL is set). */
+  requireVerifiedEmail: boolean;
+  keyCreationsPerMinute: number;
+  /** Keys that encrypt webhook signing secrets at rest: the current one, and older ones still read. */
+  secretKeys: { current: string; previous: string[] } | undefined;
+  /** Bearer token that opens /metrics on the public port (the admin key does too). */
+  metricsToken: string | undefined;
+  /** A separate listener that serves /metrics alone, without a token. */
+  metricsAddress: { host: string; port: number } | undefined;
+  /** Ports a webhook URL may name, or any. */
+  webhookPorts: readonly number[] | 'any';
+}
+
 /** What admission does while Redis cannot be reached: per-instance limits, let all through, or refuse all. */
 export type LimiterFailurePolicy = 'local' | 'allow' | 'deny';
 
 export interface Config {
   port: number;
   host: string;
-  /** Base address that links handed to users start with (checkout pages); unset: the address they called. */
+  /** Base address that links handed to users start with (checkout pages); unset: the server's own address. */
   publicUrl: string | undefined;
   databaseUrl: string;
   redisUrl: string | undefined;
@@ -83,8 +108,9 @@ export interface Config {
   bodyLimitBytes: number;
   maxMessages: number;
   webhookAllowPrivate: boolean;
-  /** Take client addresses from X-Forwarded-For (behind a load balancer that sets it). */
-  trustProxy: boolean;
+  /** Who may set the client address through X-Forwarded-For (behind load balancers that append to it). */
+  trustProxy: TrustProxy;
+  security: SecurityConfig;
   limiterFailurePolicy: LimiterFailurePolicy;
   trialCreditMicros: number;
   trialDays: number;

@@ -47,10 +47,10 @@ export const SIMULATOR_PROVIDER: ProviderConfig = {
 
 /** The spec's four plans with its limits; prices and allowances are Tollgate's defaults. */
 export const DEFAULT_PLANS: ReadonlyMap<PlanId, PlanConfig> = new Map<PlanId, PlanConfig>([
-  ['free_trial', plan('free_trial', 'Free Trial', 10, 50_000, 500_000, 0, 0, false)],
-  ['starter', plan('starter', 'Starter', 60, 300_000, 5_000_000, 20 * USD, 20 * USD, true)],
-  ['pro', plan('pro', 'Pro', 300, 1_500_000, 25_000_000, 100 * USD, 100 * USD, true)],
-  ['enterprise', plan('enterprise', 'Enterprise', null, null, null, 0, 0, false)],
+  ['free_trial', plan('free_trial', 'Free Trial', 10, 50_000, 500_000, 0, 0, false, 3)],
+  ['starter', plan('starter', 'Starter', 60, 300_000, 5_000_000, 20 * USD, 20 * USD, true, 10)],
+  ['pro', plan('pro', 'Pro', 300, 1_500_000, 25_000_000, 100 * USD, 100 * USD, true, 25)],
+  ['enterprise', plan('enterprise', 'Enterprise', null, null, null, 0, 0, false, null)],
 ]);
 
 function plan(
@@ -62,6 +62,7 @@ function plan(
   monthlyPriceMicros: number,
   monthlyAllowanceMicros: number,
   purchasable: boolean,
+  maxActiveKeys: number | null,
 ): PlanConfig {
   return {
     id,
@@ -72,5 +73,6 @@ function plan(
     monthlyPriceMicros,
     monthlyAllowanceMicros,
     purchasable,
+    maxActiveKeys,
   };
 }

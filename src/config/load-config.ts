@@ -11,6 +11,7 @@ import type {
   ProviderType,
 } from './config.ts';
 import { DEFAULT_PLANS, MODEL_CATALOG, SIMULATOR_PROVIDER } from './defaults.ts';
+import { loadSecurityConfig, loadTrustProxy } from './load-security-config.ts';
 
 /** A configuration mistake: start-up stops with this one message, which names the field. */
 export class ConfigError extends Error {
@@ -62,10 +63,24 @@ export function parseConfig(yaml: Obj, env: Env): Config {
   if (!FAILURE_POLICIES.includes(policy as LimiterFailurePolicy)) {
     throw new ConfigError(`limits.redis_failure: must be one of ${FAILURE_POLICIES.join(', ')}`);
   }
+  const publicUrl = env['PUBLIC_URL'] ? env['PUBLIC_URL'].replace(/\/$/, '') : undefined;
+  if (publicUrl !== undefined && !/^https?:\/\/[^/]/.test(publicUrl))
+    throw new ConfigError('PUBLIC_URL: must be an http(s) URL');
+  const toError = (message: string): ConfigError => new ConfigError(message);
+  const security = loadSecurityConfig(
+    env,
+    {
+      publicUrl,
+      smtpUrl: env['SMTP_URL'] || undefined,
+      stripe: Boolean(stripeKey && stripeSecret),
+      webhookAllowPrivate: env['TOLLGATE_WEBHOOK_ALLOW_PRIVATE'] === 'true',
+    },
+    toError,
+  );
   return Object.freeze({
     port,
     host,
-    publicUrl: env['PUBLIC_URL'] ? env['PUBLIC_URL'].replace(/\/$/, '') : undefined,
+    publicUrl,
     databaseUrl: env['DATABASE_URL'] ?? 'sqlite:./data/tollgate.db',
     redisUrl: env['REDIS_URL'] || undefined,
     adminKey: env['TOLLGATE_ADMIN_KEY'] || undefined,
@@ -78,7 +93,8 @@ export function parseConfig(yaml: Obj, env: Env): Config {
     ),
     maxMessages: 2048,
     webhookAllowPrivate: env['TOLLGATE_WEBHOOK_ALLOW_PRIVATE'] === 'true',
-    trustProxy: env['TOLLGATE_TRUST_PROXY'] === 'true',
+    trustProxy: loadTrustProxy(env['TOLLGATE_TRUST_PROXY'], toError),
+    security,
     limiterFailurePolicy: policy as LimiterFailurePolicy,
     trialCreditMicros: 1_000_000,
     trialDays: 14,
@@ -270,6 +286,7 @@ function parsePlans(value: unknown): Map<PlanId, PlanConfig> {
       'daily_tokens',
       'monthly_price_usd',
       'monthly_allowance_usd',
+      'max_keys',
     ]);
     const limit = (key: string, fallback: number | null): number | null =>
       raw[key] === undefined
@@ -283,6 +300,7 @@ function parsePlans(value: unknown): Map<PlanId, PlanConfig> {
       requestsPerMinute: limit('requests_per_minute', base.requestsPerMinute),
       tokensPerMinute: limit('tokens_per_minute', base.tokensPerMinute),
       dailyTokens: limit('daily_tokens', base.dailyTokens),
+      maxActiveKeys: limit('max_keys', base.maxActiveKeys),
       monthlyPriceMicros:
         raw['monthly_price_usd'] === undefined
           ? base.monthlyPriceMicros

@@ -94,7 +94,12 @@ export class ChatGateway {
     }
     const now = clock();
     const { account, key } = ctx;
-    if (account.planExpiresAt !== null && account.planExpiresAt <= now) {
+    if (
+      (account.planExpiresAt !== null && account.planExpiresAt <= now) ||
+      (!account.emailVerified &&
+        this.#o.config.security.requireVerifiedEmail &&
+        account.plan === 'free_trial')
+    ) {
       throw this.#refuse(
         new GatewayError(
           'payment_required',

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Services } from '../services.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { bearerToken } from './auth-hook.ts';
+import { createClientAddress } from './client-address.ts';
 import { errorHeaders, toGatewayError } from './error-handler.ts';
 import { asUser } from './routes/principal.ts';
 import { createSseSink } from './sse-sink.ts';
@@ -24,9 +25,10 @@ export interface ChatEndpointOptions {
 export function createChatEndpoint(
   options: ChatEndpointOptions,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const clientIp = createClientAddress(options.services.config.trustProxy);
   return (req, res) => {
     if (req.method !== 'POST' || !isChatPath(req.url)) return false;
-    void serveChat(options, req, res, performance.now());
+    void serveChat(options, clientIp, req, res, performance.now());
     return true;
   };
 }
@@ -36,6 +38,7 @@ const isChatPath = (url: string | undefined): boolean =>
 
 async function serveChat(
   options: ChatEndpointOptions,
+  clientIp: (peer: string, forwardedFor: string | undefined) => string,
   req: IncomingMessage,
   res: ServerResponse,
   arrivedAt: number,
@@ -50,7 +53,7 @@ async function serveChat(
     const { key, account } = asUser(
       await services.accounts.authenticate(
         bearerToken(req.headers.authorization),
-        clientIp(req, services.config.trustProxy),
+        clientIp(req.socket.remoteAddress ?? '', forwardedFor(req.headers['x-forwarded-for'])),
       ),
     );
     const body = await readJsonBody(req, services.config.bodyLimitBytes);
@@ -94,12 +97,9 @@ function sendJson(
   res.end(json);
 }
 
-/** The client's address; behind a trusted proxy, the first X-Forwarded-For entry (as Fastify's trustProxy). */
-function clientIp(req: IncomingMessage, trustProxy: boolean): string {
-  const header = trustProxy ? req.headers['x-forwarded-for'] : undefined;
-  const first = (Array.isArray(header) ? header[0] : header)?.split(',')[0]?.trim();
-  return first || (req.socket.remoteAddress ?? '');
-}
+/** X-Forwarded-For as one list: repeated headers are joined in order, as proxies read them. */
+const forwardedFor = (header: string | string[] | undefined): string | undefined =>
+  Array.isArray(header) ? header.join(',') : header;
 
 /**
  * Reads and parses a JSON body of at most `limitBytes`; undefined when there is none. A body over the limit

@@ -10,7 +10,7 @@ export interface CheckoutSession {
 /** Takes payment for an order; completion arrives later (the test page's form, or Stripe's webhook). */
 export interface PaymentProvider {
   readonly id: 'test' | 'stripe';
-  /** `baseUrl` is where this Tollgate is reached (PUBLIC_URL, or the address the customer called). */
+  /** `baseUrl` is where this Tollgate is reached (PUBLIC_URL, or in development the address it listens on). */
   createCheckout(
     order: OrderRecord,
     account: AccountRecord,

@@ -42,6 +42,11 @@ export class PaymentsService {
 
   constructor(options: PaymentsOptions) {
     this.#o = options;
+    if (options.provider.id === 'test')
+      options.logger.warn(
+        { provider: 'test' },
+        'THE TEST PAYMENT PROVIDER IS ON: any user can take any plan or credit without paying; set STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET for real payments (docs/security.md)',
+      );
   }
 
   get providerId(): string {
@@ -201,7 +206,7 @@ export class PaymentsService {
     rawBody: string,
     signature: string | undefined,
     webhookSecret: string,
-  ): Promise<'applied' | 'duplicate' | 'ignored'> {
+  ): Promise<'applied' | 'duplicate' | 'ignored' | 'refused'> {
     const { stripe } = this.#o;
     if (!stripe) throw new GatewayError('not_found', 'Stripe is not configured');
     let event: Stripe.Event;
@@ -222,8 +227,31 @@ export class PaymentsService {
     if (!outcome || !orderId) return 'ignored';
     const order = await this.#o.store.payments.order(orderId);
     if (!order) return 'ignored';
+    const mismatch = stripeMismatch(order, session);
+    if (mismatch) {
+      // Signed by Stripe, but not a payment for this order: a cheap session pointed at a dear order.
+      this.#o.logger.error(
+        { orderId, eventId: event.id, eventType: event.type, mismatch },
+        'Stripe event refused: it does not match the order',
+      );
+      return 'refused';
+    }
     return (await this.complete(orderId, outcome, { provider: 'stripe', eventId: event.id }))
       ? 'applied'
       : 'duplicate';
   }
+}
+
+/** What differs between a Stripe session and the order it names (provider, amount in cents, currency). */
+function stripeMismatch(
+  order: OrderRecord,
+  session: Partial<Stripe.Checkout.Session>,
+): Record<string, unknown> | undefined {
+  const cents = Math.round(order.amountMicros / 10_000);
+  const currency = order.currency.toLowerCase();
+  if (order.provider !== 'stripe') return { provider: order.provider };
+  if (session.amount_total !== cents) return { amount_total: session.amount_total ?? null, expected: cents };
+  if (session.currency?.toLowerCase() !== currency)
+    return { currency: session.currency ?? null, expected: currency };
+  return undefined;
 }

@@ -5,6 +5,7 @@ import { type Provider, ProviderError } from '../providers/provider.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
 import { CircuitBreaker } from './circuit-breaker.ts';
+import { sanitizeUpstreamMessage } from './sanitize-upstream-message.ts';
 
 interface Deployment {
   model: ModelConfig;
@@ -171,7 +172,13 @@ export class Router {
         );
         if (failure.clientFault) {
           deployment.breaker.success(performance.now() - startedAt);
-          throw new GatewayError('invalid_request', `the model rejected the request: ${failure.message}`, {
+          // The one place upstream text reaches a client: never its headers, keys or own model names.
+          const detail = sanitizeUpstreamMessage(
+            failure.message,
+            deployment.config.upstreamModel,
+            request.model,
+          );
+          throw new GatewayError('invalid_request', `the model rejected the request: ${detail}`, {
             cause: failure,
           });
         }

@@ -1,3 +1,4 @@
+import type { SecretBox } from '../shared/secret-box.ts';
 import { AccountsRepo } from './accounts-repo.ts';
 import type { Db } from './db.ts';
 import { LedgerRepo } from './ledger-repo.ts';
@@ -22,17 +23,17 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** Builds the store over an open database. */
-export function createStore(db: Db): Store {
+/** Builds the store over an open database; `secrets` seals webhook signing secrets at rest. */
+export function createStore(db: Db, options: { secrets?: SecretBox } = {}): Store {
   return {
     db,
     accounts: new AccountsRepo(db),
     ledger: new LedgerRepo(db),
     usage: new UsageRepo(db),
     payments: new PaymentsRepo(db),
-    webhooks: new WebhooksRepo(db),
+    webhooks: new WebhooksRepo(db, options.secrets),
     system: new SystemRepo(db),
-    transaction: (fn) => db.transaction((tx) => fn(createStore(tx))),
+    transaction: (fn) => db.transaction((tx) => fn(createStore(tx, options))),
     close: () => db.close(),
   };
 }

@@ -1,3 +1,4 @@
+import { createSecretBox, type SecretBox } from '../shared/secret-box.ts';
 import type { Db } from './db.ts';
 import type { WebhookDelivery, WebhookEndpoint, WebhookEvent } from './records.ts';
 
@@ -52,8 +53,11 @@ const toDelivery = (row: DeliveryRow): WebhookDelivery => ({
 /** Webhook endpoints, the durable outbox of events, and the log of delivery attempts. */
 export class WebhooksRepo {
   readonly #db: Db;
-  constructor(db: Db) {
+  readonly #box: SecretBox;
+  /** Signing secrets are sealed by `box` when stored and opened when read (plaintext rows still read). */
+  constructor(db: Db, box: SecretBox = createSecretBox(undefined)) {
     this.#db = db;
+    this.#box = box;
   }
 
   async endpoint(accountId: string): Promise<WebhookEndpoint | undefined> {
@@ -61,15 +65,41 @@ export class WebhooksRepo {
       'SELECT * FROM webhook_endpoints WHERE account_id = $1',
       [accountId],
     );
-    return row && { accountId: row.account_id, url: row.url, secret: row.secret, createdAt: row.created_at };
+    return (
+      row && {
+        accountId: row.account_id,
+        url: row.url,
+        secret: this.#box.open(row.secret),
+        createdAt: row.created_at,
+      }
+    );
   }
 
   async putEndpoint(endpoint: WebhookEndpoint): Promise<void> {
     await this.#db.run(
       `INSERT INTO webhook_endpoints (account_id, url, secret, created_at) VALUES ($1, $2, $3, $4)
        ON CONFLICT (account_id) DO UPDATE SET url = excluded.url, secret = excluded.secret`,
-      [endpoint.accountId, endpoint.url, endpoint.secret, endpoint.createdAt],
+      [endpoint.accountId, endpoint.url, this.#box.seal(endpoint.secret), endpoint.createdAt],
     );
+  }
+
+  /**
+   * Seals again every signing secret stored in plaintext or under an older key (a key set for the first time,
+   * or rotated); returns how many. Each row is rewritten only if it still holds what was read.
+   */
+  async resealSecrets(): Promise<number> {
+    const rows = await this.#db.all<{ account_id: string; secret: string }>(
+      'SELECT account_id, secret FROM webhook_endpoints',
+    );
+    let resealed = 0;
+    for (const row of rows) {
+      if (!this.#box.stale(row.secret)) continue;
+      resealed += await this.#db.run(
+        'UPDATE webhook_endpoints SET secret = $3 WHERE account_id = $1 AND secret = $2',
+        [row.account_id, row.secret, this.#box.seal(this.#box.open(row.secret))],
+      );
+    }
+    return resealed;
   }
 
   async deleteEndpoint(accountId: string): Promise<boolean> {

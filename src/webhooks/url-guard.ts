@@ -61,8 +61,22 @@ export function createGuardedLookup(allowPrivate: boolean): LookupFunction {
   };
 }
 
-/** Checks an endpoint URL when it is saved: https (http only where private targets are allowed), public addresses. */
-export async function checkWebhookUrl(raw: string, allowPrivate: boolean): Promise<URL> {
+/** Whether a webhook URL names a port the operator allows (TOLLGATE_WEBHOOK_PORTS; 80 and 443 by default). */
+export function isAllowedPort(url: URL, ports: readonly number[] | 'any'): boolean {
+  if (ports === 'any') return true;
+  const port = url.port === '' ? (url.protocol === 'http:' ? 80 : 443) : Number(url.port);
+  return ports.includes(port);
+}
+
+/**
+ * Checks an endpoint URL when it is saved: https (http only where private targets are allowed), an allowed
+ * port, public addresses.
+ */
+export async function checkWebhookUrl(
+  raw: string,
+  allowPrivate: boolean,
+  ports: readonly number[] | 'any' = [80, 443],
+): Promise<URL> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -73,6 +87,11 @@ export async function checkWebhookUrl(raw: string, allowPrivate: boolean): Promi
   if (!protocols.includes(url.protocol)) throw new GatewayError('invalid_request', 'url must use https');
   if (url.username || url.password)
     throw new GatewayError('invalid_request', 'url must not carry credentials');
+  if (!isAllowedPort(url, ports))
+    throw new GatewayError(
+      'invalid_request',
+      `url must use port ${ports === 'any' ? '' : ports.join(' or ')} (other ports are refused)`,
+    );
   if (allowPrivate) return url;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const addresses = isIP(host) ? [host] : await resolveAll(host);

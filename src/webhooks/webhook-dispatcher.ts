@@ -6,13 +6,15 @@ import type { WebhookEvent } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import { DEFAULT_RETRY_DELAYS_MS, nextAttemptAt } from './retry-schedule.ts';
 import { signPayload } from './sign-payload.ts';
-import { createGuardedLookup } from './url-guard.ts';
+import { createGuardedLookup, isAllowedPort } from './url-guard.ts';
 
 export interface DispatcherOptions {
   store: Store;
   clock: Clock;
   logger: Logger;
   allowPrivate: boolean;
+  /** Ports an endpoint may use; an endpoint saved before a narrower setting is not contacted. */
+  ports?: readonly number[] | 'any';
   /** A receiver must answer 2xx within this; otherwise the attempt failed. */
   timeoutMs?: number;
   retryDelaysMs?: readonly number[];
@@ -36,7 +38,13 @@ export class WebhookDispatcher {
   #stopped = false;
 
   constructor(options: DispatcherOptions) {
-    this.#o = { timeoutMs: 10_000, retryDelaysMs: DEFAULT_RETRY_DELAYS_MS, pollMs: 1_000, ...options };
+    this.#o = {
+      timeoutMs: 10_000,
+      retryDelaysMs: DEFAULT_RETRY_DELAYS_MS,
+      pollMs: 1_000,
+      ports: 'any',
+      ...options,
+    };
     this.#agent = new Agent({
       connect: { lookup: createGuardedLookup(options.allowPrivate), timeout: this.#o.timeoutMs },
       keepAliveTimeout: 10_000,
@@ -103,6 +111,9 @@ export class WebhookDispatcher {
     let error: string | null = null;
     if (!endpoint) {
       error = 'no endpoint configured';
+    } else if (!isAllowedPort(new URL(endpoint.url), this.#o.ports)) {
+      // Never connected: the log must not tell what answers on a port the operator does not allow.
+      error = 'endpoint refused: its port is not allowed';
     } else {
       try {
         const response = await request(endpoint.url, {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { FAILURE_REASONS, type FailureReason } from '../../payments/payments-service.ts';
 import type { Services } from '../../services.ts';
@@ -38,7 +39,7 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
       },
     },
     async (request, reply) => {
-      const baseUrl = services.config.publicUrl ?? `${request.protocol}://${request.host}`;
+      const baseUrl = services.config.publicUrl ?? ownAddress(app);
       const order = await services.payments.checkout(
         userOf(request).account,
         {
@@ -63,7 +64,11 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
     async (request, reply) => {
       const order = await services.store.payments.order(request.params.id);
       if (!order || order.provider !== 'test') throw new GatewayError('not_found', 'no such checkout');
-      return reply.type('text/html; charset=utf-8').send(checkoutPage(order));
+      const nonce = randomBytes(16).toString('base64');
+      return reply
+        .headers(pageHeaders(nonce))
+        .type('text/html; charset=utf-8')
+        .send(checkoutPage(order, nonce));
     },
   );
 
@@ -86,6 +91,8 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
     async (request) => {
       const order = await services.store.payments.order(request.params.id);
       if (!order || order.provider !== 'test') throw new GatewayError('not_found', 'no such checkout');
+      if ((await services.accounts.account(order.accountId)).status === 'suspended')
+        throw new GatewayError('forbidden', 'this account is suspended');
       const { outcome, reason } = request.body;
       const applied = await services.payments.complete(
         order.id,
@@ -114,20 +121,45 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
   });
 }
 
-function checkoutPage(order: OrderRecord): string {
+/**
+ * Without PUBLIC_URL (outside production only): the address this server listens on, never the request's
+ * Host or X-Forwarded-* headers, which the caller chooses. A wildcard listener is named as localhost.
+ */
+function ownAddress(app: FastifyInstance): string {
+  const bound = app.server.address();
+  if (bound === null || typeof bound === 'string') return 'http://localhost';
+  const host = bound.address === '0.0.0.0' || bound.address === '::' ? 'localhost' : bound.address;
+  return `http://${bound.family === 'IPv6' && host !== 'localhost' ? `[${host}]` : host}:${bound.port}`;
+}
+
+/** The test checkout page may run only its own script, talk only to this origin, and never be framed. */
+function pageHeaders(nonce: string): Record<string, string> {
+  return {
+    'content-security-policy': `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'cache-control': 'no-store',
+  };
+}
+
+function checkoutPage(order: OrderRecord, nonce: string): string {
   const what = order.kind === 'plan' ? `the ${order.plan} plan` : 'a credit top-up';
-  return `<!doctype html><html><head><meta charset="utf-8"><title>Tollgate test checkout</title></head>
-<body style="font-family: system-ui; max-width: 32rem; margin: 3rem auto">
+  return `<!doctype html><html><head><meta charset="utf-8"><title>Tollgate test checkout</title>
+<style nonce="${nonce}">body { font-family: system-ui; max-width: 32rem; margin: 3rem auto }</style></head>
+<body>
 <h1>Test checkout</h1>
 <p>Order <code>${order.id}</code>: ${what}, ${order.currency} ${(order.amountMicros / 1e6).toFixed(2)}. Status: <b>${order.status}</b>.</p>
 <p>This is the test payment provider: no card is charged.</p>
-<button onclick="pay({outcome:'success'})">Pay (succeeds)</button>
-<button onclick="pay({outcome:'failed',reason:'card_declined'})">Pay (card declined)</button>
+<button id="pay">Pay (succeeds)</button>
+<button id="decline">Pay (card declined)</button>
 <pre id="out"></pre>
-<script>
+<script nonce="${nonce}">
 async function pay(body) {
   const r = await fetch(location.pathname, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   document.getElementById('out').textContent = JSON.stringify(await r.json(), null, 2);
 }
+document.getElementById('pay').addEventListener('click', () => pay({ outcome: 'success' }));
+document.getElementById('decline').addEventListener('click', () => pay({ outcome: 'failed', reason: 'card_declined' }));
 </script></body></html>`;
 }

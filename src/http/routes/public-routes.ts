@@ -1,12 +1,24 @@
-import type { FastifyInstance } from 'fastify';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
+import { GatewayError } from '../../shared/gateway-error.ts';
+import { bearerToken } from '../auth-hook.ts';
 import { presentModel, presentPlan } from '../present.ts';
 
-/** Health, plans, models and metrics: no key needed. */
+/** Health, plans and models: no key needed (health's details need the admin key); metrics need a token. */
 export function publicRoutes(app: FastifyInstance, services: Services): void {
-  app.get('/health', async (_request, reply) => {
+  const isAdmin = async (request: FastifyRequest): Promise<boolean> => {
+    const secret = bearerToken(request.headers.authorization);
+    if (!secret) return false;
+    const principal = await services.accounts.authenticate(secret, request.ip).catch(() => undefined);
+    return principal?.kind === 'admin';
+  };
+
+  // Load balancers need only the status; deployments, upstream models and error rates are the operator's.
+  app.get('/health', async (request, reply) => {
     const report = await services.health();
-    return reply.status(report.status === 'down' ? 503 : 200).send(report);
+    const status = report.status === 'down' ? 503 : 200;
+    return reply.status(status).send((await isAdmin(request)) ? report : { status: report.status });
   });
 
   app.get('/plans', async () => ({
@@ -21,8 +33,20 @@ export function publicRoutes(app: FastifyInstance, services: Services): void {
   };
   app.get('/v1/models', async () => models);
 
-  app.get('/metrics', async (_request, reply) => {
+  const metricsToken = services.config.security.metricsToken;
+  const tokenHash = metricsToken === undefined ? undefined : sha256(metricsToken);
+  app.get('/metrics', async (request, reply) => {
+    const presented = bearerToken(request.headers.authorization);
+    const byToken =
+      tokenHash !== undefined && presented !== undefined && timingSafeEqual(sha256(presented), tokenHash);
+    if (!byToken && !(await isAdmin(request)))
+      throw new GatewayError(
+        'unauthorized',
+        'metrics need the bearer token TOLLGATE_METRICS_TOKEN sets, or the admin key (see docs/security.md)',
+      );
     const body = await services.metrics.registry.metrics();
     return reply.type(services.metrics.registry.contentType).send(body);
   });
 }
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();

@@ -29,7 +29,11 @@ export function webhookRoutes(app: FastifyInstance, services: Services): void {
     },
     async (request) => {
       const accountId = userOf(request).account.id;
-      const url = await checkWebhookUrl(request.body.url, services.config.webhookAllowPrivate);
+      const url = await checkWebhookUrl(
+        request.body.url,
+        services.config.webhookAllowPrivate,
+        services.config.security.webhookPorts,
+      );
       const existing = await store.webhooks.endpoint(accountId);
       const secret = existing?.secret ?? newSecret();
       await store.webhooks.putEndpoint({

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
@@ -6,7 +6,7 @@ import type { Db, SqlParam } from '../db.ts';
 
 /** Opens (creating if needed) a SQLite file in WAL mode; `:memory:` works too. */
 export function createSqliteDb(path: string): Db {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') ownerOnly(path);
   const database = new DatabaseSync(path);
   database.exec(
     'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;',
@@ -16,6 +16,23 @@ export function createSqliteDb(path: string): Db {
   // Commits only append to the WAL; a worker thread with its own connection checkpoints in the background.
   database.exec('PRAGMA wal_autocheckpoint = 0');
   return new SqliteDb(database, startCheckpointer(path));
+}
+
+/**
+ * The database holds password hashes and webhook signing secrets: its directory is created 0700 and the file
+ * 0600 before SQLite opens it (SQLite gives its -wal and -shm files the database file's mode). A file that
+ * already exists is narrowed to 0600 too, with its -wal and -shm.
+ */
+function ownerOnly(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      chmodSync(file, 0o600);
+    } catch {
+      // Absent (-wal, -shm before the first write) or not ours to change: SQLite still opens it.
+    }
+  }
 }
 
 const CHECKPOINT_EVERY_MS = 1_000;

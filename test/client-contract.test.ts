@@ -13,13 +13,18 @@ describe('the client contract the official SDKs depend on', () => {
   let server: TestServer;
   let primary: FakeUpstream;
   let secondary: FakeUpstream;
+  let claude: FakeUpstream;
   let key: string;
   let client: OpenAI;
   const time = createTestClock(Date.parse('2026-11-23T10:00:00Z'));
 
   before(async () => {
     opened = await BACKENDS[0]!.open();
-    [primary, secondary] = await Promise.all([startFakeUpstream('openai'), startFakeUpstream('openai')]);
+    [primary, secondary, claude] = await Promise.all([
+      startFakeUpstream('openai'),
+      startFakeUpstream('openai'),
+      startFakeUpstream('anthropic'),
+    ]);
     server = await startTestServer({
       backend: opened,
       clock: time.clock,
@@ -27,6 +32,7 @@ describe('the client contract the official SDKs depend on', () => {
         providers: [
           { id: 'primary', type: 'openai', base_url: primary.url },
           { id: 'secondary', type: 'openai', base_url: secondary.url },
+          { id: 'claude', type: 'anthropic', base_url: claude.url },
         ],
         simulator: { chunk_interval_ms: 0, first_token_ms: 0 },
         models: {
@@ -64,6 +70,18 @@ describe('the client contract the official SDKs depend on', () => {
             ],
           },
           'model-e': { deployments: [{ provider: 'primary', model: 'plain' }] },
+          'model-thinker': {
+            price: { single: 1 },
+            context_window: 100_000,
+            deployments: [{ provider: 'claude', model: 'claude-test', params: { drop: ['temperature'] } }],
+          },
+          'model-tempered': {
+            price: { single: 1 },
+            context_window: 100_000,
+            deployments: [
+              { provider: 'claude', model: 'claude-test', params: { defaults: { temperature: 0.4 } } },
+            ],
+          },
         },
       },
     });
@@ -77,7 +95,7 @@ describe('the client contract the official SDKs depend on', () => {
   });
   after(async () => {
     await server?.close();
-    await Promise.all([primary?.close(), secondary?.close()]);
+    await Promise.all([primary?.close(), secondary?.close(), claude?.close()]);
     await opened?.cleanup();
   });
 
@@ -262,6 +280,18 @@ describe('the client contract the official SDKs depend on', () => {
         }),
       );
       assert.deepEqual(Object.keys(sent).sort(), ['max_tokens', 'messages', 'model', 'stream']);
+    });
+
+    it('an Anthropic deployment follows the policy for temperature too', async () => {
+      const dropped = await sentUpstream(claude, () =>
+        client.chat.completions.create({ model: 'model-thinker', messages: hi, temperature: 0.9 }),
+      );
+      assert.equal(dropped.model, 'claude-test');
+      assert.equal('temperature' in dropped, false);
+      const defaulted = await sentUpstream(claude, () =>
+        client.chat.completions.create({ model: 'model-tempered', messages: hi }),
+      );
+      assert.equal(defaulted.temperature, 0.4);
     });
 
     it('a field one deployment refuses goes to another that accepts it, whatever the weighted order', async () => {

@@ -328,6 +328,32 @@ describe('the client contract the official SDKs depend on', () => {
         );
       assert.ok(hot instanceof OpenAI.BadRequestError);
       assert.equal(hot.param, 'temperature');
+      const cases: [Record<string, unknown> | unknown[], string | null][] = [
+        [{ model: 'model-e', messages: hi, top_p: 3 }, 'top_p'],
+        [{ model: 'model-e', messages: hi, n: 2 }, 'n'],
+        [
+          { model: 'model-e', messages: hi, stream: true, stream_options: { include_usage: 1 } },
+          'stream_options.include_usage',
+        ],
+        [{ model: 'model-e', messages: hi, max_completion_tokens: 0 }, 'max_completion_tokens'],
+        [
+          { model: 'model-e', messages: [{ role: 'user', content: [{ type: 'image_url' }] }] },
+          'messages[0].content[0]',
+        ],
+        [
+          { model: 'model-e', messages: hi, tools: [{ type: 'function', function: { name: 'a b' } }] },
+          'tools[0].function.name',
+        ],
+        [{ model: 'model-e', messages: hi, tool_choice: 'required' }, 'tool_choice'],
+        [{ model: 'model-e', messages: [] }, 'messages'],
+        [{ messages: hi }, 'model'],
+        [['not', 'an', 'object'], null],
+      ];
+      for (const [body, param] of cases) {
+        const response = await server.call('POST', '/v1/chat/completions', { key, body });
+        assert.equal(response.status, 400, JSON.stringify(body));
+        assert.equal(response.body.error.param, param, response.body.error.message);
+      }
       const noKey = await server.call('GET', '/api/account');
       assert.equal(noKey.status, 401);
       assert.equal(noKey.body.error.param, null, 'null when no one field is at fault');

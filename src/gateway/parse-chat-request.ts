@@ -7,9 +7,15 @@ const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 /** The spec's default temperature, sent upstream when the request sets none (upstreams' own defaults differ). */
 export const DEFAULT_TEMPERATURE = 0.7;
 
-/** A 400 naming the field at fault in its message and in `param`. */
-const invalid = (message: string, param?: string): GatewayError =>
-  new GatewayError('invalid_request', message, param === undefined ? {} : { param });
+/** The request's own fields: a message that starts with one of them (`messages[2].role must …`) names it. */
+const FIELDS =
+  /^((?:model|messages|temperature|top_p|presence_penalty|frequency_penalty|max_tokens|max_completion_tokens|stream|stream_options|stop|tools|tool_choice|n)\b[\w.[\]]*)/;
+
+/** A 400 whose `param` is the field its message starts with (null when it starts with none). */
+const invalid = (message: string): GatewayError => {
+  const param = FIELDS.exec(message)?.[1];
+  return new GatewayError('invalid_request', message, param === undefined ? {} : { param });
+};
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -21,8 +27,8 @@ function numberIn(
 ): number | undefined {
   const value = body[field];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(`${field} must be a number`, field);
-  if (value < min || value > max) throw invalid(`${field} must be between ${min} and ${max}`, field);
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(`${field} must be a number`);
+  if (value < min || value > max) throw invalid(`${field} must be between ${min} and ${max}`);
   return value;
 }
 
@@ -37,7 +43,7 @@ export function parseChatRequest(
 ): { request: ChatRequest; model: ModelConfig } {
   if (!isObject(body)) throw invalid('the request body must be a JSON object');
   if (typeof body['model'] !== 'string' || body['model'] === '')
-    throw invalid('model is required and must be a string', 'model');
+    throw invalid('model is required and must be a string');
   const model = models.get(body['model']);
   if (!model)
     throw new GatewayError(
@@ -48,9 +54,8 @@ export function parseChatRequest(
 
   const rawMessages = body['messages'];
   if (!Array.isArray(rawMessages) || rawMessages.length === 0)
-    throw invalid('messages must be a non-empty array', 'messages');
-  if (rawMessages.length > maxMessages)
-    throw invalid(`messages may hold at most ${maxMessages} items`, 'messages');
+    throw invalid('messages must be a non-empty array');
+  if (rawMessages.length > maxMessages) throw invalid(`messages may hold at most ${maxMessages} items`);
   const messages = rawMessages.map((raw: unknown, index) => parseMessage(raw, index));
 
   const temperature = numberIn(body, 'temperature', 0, 2) ?? DEFAULT_TEMPERATURE;
@@ -61,21 +66,21 @@ export function parseChatRequest(
   const maxTokens = parseMaxTokens(body, model);
   const stream = body['stream'];
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
-    throw invalid('stream must be a boolean', 'stream');
+    throw invalid('stream must be a boolean');
   const streamOptions = body['stream_options'];
   let includeUsage = false;
   if (streamOptions !== undefined && streamOptions !== null) {
-    if (!isObject(streamOptions)) throw invalid('stream_options must be an object', 'stream_options');
+    if (!isObject(streamOptions)) throw invalid('stream_options must be an object');
     const flag = streamOptions['include_usage'];
     if (flag !== undefined && typeof flag !== 'boolean')
-      throw invalid('stream_options.include_usage must be a boolean', 'stream_options.include_usage');
+      throw invalid('stream_options.include_usage must be a boolean');
     includeUsage = flag === true;
   }
   const stop = parseStop(body['stop']);
   const tools = parseTools(body['tools']);
   const toolChoice = parseToolChoice(body['tool_choice'], tools);
   const n = body['n'];
-  if (n !== undefined && n !== null && n !== 1) throw invalid('n must be 1 (one choice per request)', 'n');
+  if (n !== undefined && n !== null && n !== 1) throw invalid('n must be 1 (one choice per request)');
 
   return {
     model,
@@ -101,9 +106,9 @@ function parseMaxTokens(body: Record<string, unknown>, model: ModelConfig): numb
     const value = body[field];
     if (value === undefined || value === null) continue;
     if (typeof value !== 'number' || !Number.isInteger(value) || value < 1)
-      throw invalid(`${field} must be a positive integer`, field);
+      throw invalid(`${field} must be a positive integer`);
     if (value > model.maxOutputTokens)
-      throw invalid(`${field} must be at most ${model.maxOutputTokens} for ${model.id}`, field);
+      throw invalid(`${field} must be at most ${model.maxOutputTokens} for ${model.id}`);
     result = result === undefined ? value : Math.min(result, value);
   }
   return result;
@@ -112,14 +117,12 @@ function parseMaxTokens(body: Record<string, unknown>, model: ModelConfig): numb
 function parseContent(raw: unknown, at: string, nullable: boolean): string | null {
   if (typeof raw === 'string') return raw;
   if ((raw === null || raw === undefined) && nullable) return null;
-  if (!Array.isArray(raw))
-    throw invalid(`${at}.content must be a string or an array of text parts`, `${at}.content`);
+  if (!Array.isArray(raw)) throw invalid(`${at}.content must be a string or an array of text parts`);
   return raw
     .map((part: unknown, index) => {
       if (!isObject(part) || part['type'] !== 'text' || typeof part['text'] !== 'string') {
         throw invalid(
           `${at}.content[${index}] must be a text part ({"type":"text","text":"…"}); other part types are not supported`,
-          `${at}.content[${index}]`,
         );
       }
       return part['text'];
@@ -129,28 +132,28 @@ function parseContent(raw: unknown, at: string, nullable: boolean): string | nul
 
 function parseMessage(raw: unknown, index: number): ChatMessage {
   const at = `messages[${index}]`;
-  if (!isObject(raw)) throw invalid(`${at} must be an object`, at);
+  if (!isObject(raw)) throw invalid(`${at} must be an object`);
   const role = raw['role'];
   if (typeof role !== 'string' || !ROLES.has(role))
-    throw invalid(`${at}.role must be one of ${[...ROLES].join(', ')}`, `${at}.role`);
+    throw invalid(`${at}.role must be one of ${[...ROLES].join(', ')}`);
   const message: ChatMessage = { role: role as Role, content: null };
   const hasToolCalls = role === 'assistant' && raw['tool_calls'] !== undefined && raw['tool_calls'] !== null;
   message.content = parseContent(raw['content'], at, hasToolCalls);
   if (raw['name'] !== undefined) {
-    if (typeof raw['name'] !== 'string') throw invalid(`${at}.name must be a string`, `${at}.name`);
+    if (typeof raw['name'] !== 'string') throw invalid(`${at}.name must be a string`);
     message.name = raw['name'];
   }
   if (hasToolCalls) message.tool_calls = parseToolCalls(raw['tool_calls'], at);
   if (role === 'tool') {
     if (typeof raw['tool_call_id'] !== 'string' || raw['tool_call_id'] === '')
-      throw invalid(`${at}.tool_call_id is required for a tool message`, `${at}.tool_call_id`);
+      throw invalid(`${at}.tool_call_id is required for a tool message`);
     message.tool_call_id = raw['tool_call_id'];
   }
   return message;
 }
 
 function parseToolCalls(raw: unknown, at: string): ToolCall[] {
-  if (!Array.isArray(raw)) throw invalid(`${at}.tool_calls must be an array`, `${at}.tool_calls`);
+  if (!Array.isArray(raw)) throw invalid(`${at}.tool_calls must be an array`);
   return raw.map((call: unknown, index) => {
     const where = `${at}.tool_calls[${index}]`;
     const fn = isObject(call) ? call['function'] : undefined;
@@ -162,7 +165,7 @@ function parseToolCalls(raw: unknown, at: string): ToolCall[] {
       typeof fn['name'] !== 'string' ||
       typeof fn['arguments'] !== 'string'
     ) {
-      throw invalid(`${where} must be {"id", "type":"function", "function":{"name", "arguments"}}`, where);
+      throw invalid(`${where} must be {"id", "type":"function", "function":{"name", "arguments"}}`);
     }
     return { id: call['id'], type: 'function', function: { name: fn['name'], arguments: fn['arguments'] } };
   });
@@ -172,43 +175,33 @@ function parseStop(raw: unknown): string[] | undefined {
   if (raw === undefined || raw === null) return undefined;
   if (typeof raw === 'string') return [raw];
   if (Array.isArray(raw) && raw.length <= 4 && raw.every((item) => typeof item === 'string')) return raw;
-  throw invalid('stop must be a string or an array of at most 4 strings', 'stop');
+  throw invalid('stop must be a string or an array of at most 4 strings');
 }
 
 function parseTools(raw: unknown): ToolDefinition[] | undefined {
   if (raw === undefined || raw === null) return undefined;
-  if (!Array.isArray(raw)) throw invalid('tools must be an array', 'tools');
+  if (!Array.isArray(raw)) throw invalid('tools must be an array');
   return raw.map((tool: unknown, index) => {
     const at = `tools[${index}]`;
-    if (!isObject(tool) || tool['type'] !== 'function')
-      throw invalid(`${at}.type must be "function"`, `${at}.type`);
+    if (!isObject(tool) || tool['type'] !== 'function') throw invalid(`${at}.type must be "function"`);
     const fn = tool['function'];
-    if (!isObject(fn)) throw invalid(`${at}.function must be an object`, `${at}.function`);
+    if (!isObject(fn)) throw invalid(`${at}.function must be an object`);
     if (typeof fn['name'] !== 'string' || !FUNCTION_NAME.test(fn['name']))
-      throw invalid(`${at}.function.name must be 1-64 letters, digits, _ or -`, `${at}.function.name`);
+      throw invalid(`${at}.function.name must be 1-64 letters, digits, _ or -`);
     if (fn['description'] !== undefined && typeof fn['description'] !== 'string')
-      throw invalid(`${at}.function.description must be a string`, `${at}.function.description`);
+      throw invalid(`${at}.function.description must be a string`);
     const parameters = fn['parameters'];
     if (parameters !== undefined) {
       if (!isObject(parameters) || parameters['type'] !== 'object')
-        throw invalid(
-          `${at}.function.parameters must be a JSON Schema object with type "object"`,
-          `${at}.function.parameters`,
-        );
+        throw invalid(`${at}.function.parameters must be a JSON Schema object with type "object"`);
       if (parameters['properties'] !== undefined && !isObject(parameters['properties']))
-        throw invalid(
-          `${at}.function.parameters.properties must be an object`,
-          `${at}.function.parameters.properties`,
-        );
+        throw invalid(`${at}.function.parameters.properties must be an object`);
       const required = parameters['required'];
       if (
         required !== undefined &&
         (!Array.isArray(required) || !required.every((name) => typeof name === 'string'))
       ) {
-        throw invalid(
-          `${at}.function.parameters.required must be an array of names`,
-          `${at}.function.parameters.required`,
-        );
+        throw invalid(`${at}.function.parameters.required must be an array of names`);
       }
     }
     const definition: ToolDefinition = { type: 'function', function: { name: fn['name'] } };
@@ -221,8 +214,7 @@ function parseTools(raw: unknown): ToolDefinition[] | undefined {
 function parseToolChoice(raw: unknown, tools: ToolDefinition[] | undefined): ToolChoice | undefined {
   if (raw === undefined || raw === null) return undefined;
   if (raw === 'none' || raw === 'auto' || raw === 'required') {
-    if (raw === 'required' && !tools?.length)
-      throw invalid('tool_choice "required" needs tools', 'tool_choice');
+    if (raw === 'required' && !tools?.length) throw invalid('tool_choice "required" needs tools');
     return raw;
   }
   if (
@@ -233,11 +225,8 @@ function parseToolChoice(raw: unknown, tools: ToolDefinition[] | undefined): Too
   ) {
     const name = raw['function']['name'];
     if (!tools?.some((tool) => tool.function.name === name))
-      throw invalid(`tool_choice names ${name}, which is not in tools`, 'tool_choice');
+      throw invalid(`tool_choice names ${name}, which is not in tools`);
     return { type: 'function', function: { name } };
   }
-  throw invalid(
-    'tool_choice must be "none", "auto", "required" or {"type":"function","function":{"name"}}',
-    'tool_choice',
-  );
+  throw invalid('tool_choice must be "none", "auto", "required" or {"type":"function","function":{"name"}}');
 }

@@ -71,6 +71,17 @@ describe('the parameter policy', () => {
       assert.match(error.message, new RegExp(`^${field} is not accepted for model-b`));
     }
     assert.equal(shape({ store: null }).body['store'], null, 'a null is not a request for the feature');
+    // Values that ask for nothing beyond the standard service pass: clients that spell out the default work.
+    assert.equal(shape({ store: false }).body['store'], false);
+    assert.equal(shape({ service_tier: 'default' }).body['service_tier'], 'default');
+    assert.deepEqual(shape({ modalities: ['text'] }).body['modalities'], ['text']);
+    assert.equal(
+      refusal({ service_tier: 'auto' }).param,
+      'service_tier',
+      '"auto" follows the provider project’s setting, which may be a paid tier',
+    );
+    assert.equal(refusal({ modalities: ['text', 'audio'] }).param, 'modalities');
+    assert.equal(refusal({ store: 'false' }).param, 'store', 'only the JSON false');
   });
 
   it('drops, renames and defaults for a reasoning model', () => {

@@ -8,6 +8,16 @@ const GATEWAY_OWN: ReadonlySet<string> = new Set(GATEWAY_PARAMS);
 /** A JSON null is "not set" for OpenAI-convention clients, as an absent field is. */
 const isSet = (value: unknown): boolean => value !== undefined && value !== null;
 
+/** Values of deniable fields that ask for nothing beyond the standard service: a deny lets them through. */
+const ASKS_NOTHING: Readonly<Record<string, (value: unknown) => boolean>> = {
+  store: (value) => value === false,
+  service_tier: (value) => value === 'default',
+  modalities: (value) => Array.isArray(value) && value.length === 1 && value[0] === 'text',
+};
+
+const asksFor = (field: string, value: unknown): boolean =>
+  isSet(value) && !(ASKS_NOTHING[field]?.(value) ?? false);
+
 const refuse = (field: string, model: string): GatewayError =>
   new GatewayError(
     'invalid_request',
@@ -23,7 +33,7 @@ const refuse = (field: string, model: string): GatewayError =>
  */
 export function applyParamPolicy(request: ChatRequest, policy: ParamPolicy): ChatRequest | GatewayError {
   const body = request.body;
-  for (const field of policy.deny) if (isSet(body[field])) return refuse(field, request.model);
+  for (const field of policy.deny) if (asksFor(field, body[field])) return refuse(field, request.model);
   let shaped: Record<string, unknown> | undefined;
   const edit = (): Record<string, unknown> => (shaped ??= { ...body });
   if (policy.allow) {

@@ -266,6 +266,7 @@ describe('the client contract the official SDKs depend on', () => {
         assert.equal(error.param, field);
         assert.match(error.message, new RegExp(`${field} is not accepted for model-e`));
         assert.equal(primary.received.length, before, 'nothing reached the upstream');
+        assert.ok(error.requestID, 'the answer has an x-request-id');
         await server.services.settlements.flush();
         const record: any = await opened.db.get('SELECT * FROM usage_records WHERE request_id = $1', [
           error.requestID,

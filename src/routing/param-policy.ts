@@ -29,29 +29,41 @@ const refuse = (field: string, model: string): GatewayError =>
  * Shapes a request for one deployment: refuses denied fields (a GatewayError naming the field, returned, not
  * thrown, so the router can try a deployment that accepts it), then applies the allow-list, drops, renames
  * and defaults. Pure; copies the body only when something changes, so a request the policy leaves alone costs
- * a few property reads. The typed `temperature` follows the body (undefined when not sent upstream).
+ * a few property reads. A field taken out is set to undefined, which JSON leaves out, rather than deleted,
+ * which would slow the copy down for the serialiser. The typed `temperature` follows the body.
  */
 export function applyParamPolicy(request: ChatRequest, policy: ParamPolicy): ChatRequest | GatewayError {
+  const { deny, allow, drop, rename, defaults } = policy;
   const body = request.body;
-  for (const field of policy.deny) if (asksFor(field, body[field])) return refuse(field, request.model);
+  for (let i = 0; i < deny.length; i++) {
+    const field = deny[i]!;
+    if (asksFor(field, body[field])) return refuse(field, request.model);
+  }
   let shaped: Record<string, unknown> | undefined;
-  const edit = (): Record<string, unknown> => (shaped ??= { ...body });
-  if (policy.allow) {
+  if (allow) {
     for (const field of Object.keys(body)) {
-      if (GATEWAY_OWN.has(field) || policy.allow.has(field)) continue;
-      if (policy.rename.some(([from]) => from === field)) continue;
+      if (GATEWAY_OWN.has(field) || allow.has(field) || body[field] === undefined) continue;
+      if (rename.some(([from]) => from === field)) continue;
       if (policy.unlisted === 'refuse' && isSet(body[field])) return refuse(field, request.model);
-      delete edit()[field];
+      (shaped ??= { ...body })[field] = undefined;
     }
   }
-  for (const field of policy.drop) if (Object.hasOwn(shaped ?? body, field)) delete edit()[field];
-  for (const [from, to] of policy.rename) {
-    if (!Object.hasOwn(shaped ?? body, from)) continue;
-    const target = edit();
-    if (!isSet(target[to])) target[to] = target[from];
-    delete target[from];
+  for (let i = 0; i < drop.length; i++) {
+    const field = drop[i]!;
+    if ((shaped ?? body)[field] !== undefined) (shaped ??= { ...body })[field] = undefined;
   }
-  for (const [field, value] of policy.defaults) if (!isSet((shaped ?? body)[field])) edit()[field] = value;
+  for (let i = 0; i < rename.length; i++) {
+    const [from, to] = rename[i]!;
+    const value = (shaped ?? body)[from];
+    if (value === undefined) continue;
+    shaped ??= { ...body };
+    if (!isSet(shaped[to])) shaped[to] = value;
+    shaped[from] = undefined;
+  }
+  for (let i = 0; i < defaults.length; i++) {
+    const [field, value] = defaults[i]!;
+    if (!isSet((shaped ?? body)[field])) (shaped ??= { ...body })[field] = value;
+  }
   const sent = (shaped ?? body)['temperature'];
   const temperature = typeof sent === 'number' ? sent : undefined;
   if (!shaped && temperature === request.temperature) return request;

@@ -24,7 +24,8 @@ const requestWith = (fields: Record<string, unknown>): ChatRequest => {
 };
 
 /** The body as the upstream receives it: JSON, where a field set to undefined is left out. */
-const wire = (request: ChatRequest): Record<string, unknown> => JSON.parse(JSON.stringify(request.body));
+const wire = (request: ChatRequest): Record<string, unknown> =>
+  JSON.parse(JSON.stringify(request.body)) as Record<string, unknown>;
 
 const policy = (overrides: Partial<ParamPolicy>): ParamPolicy => ({ ...DEFAULT_PARAM_POLICY, ...overrides });
 

@@ -192,6 +192,49 @@ for (const kind of KINDS) {
       );
     });
 
+    it('reset is the time until the oldest request in the window ages out, on admissions and refusals', async () => {
+      const limits: LimitSet = { requestsPerMinute: 3, tokensPerMinute: 1_000, dailyTokens: null };
+      const first = await admit('reset', START, 100, limits);
+      assert.deepEqual(first.requests, { limit: 3, remaining: 2, resetMs: 60_000 });
+      assert.deepEqual(first.tokens, { limit: 1_000, remaining: 900, resetMs: 60_000 });
+      const second = await admit('reset', START + 20_000, 200, limits);
+      assert.deepEqual(second.requests, { limit: 3, remaining: 1, resetMs: 40_000 });
+      assert.deepEqual(second.tokens, { limit: 1_000, remaining: 700, resetMs: 40_000 });
+      await admit('reset', START + 30_000, 100, limits);
+      const refused = await admit('reset', START + 54_000, 100, limits);
+      assert.equal(refused.allowed, false);
+      assert.equal(refused.reason, 'requests');
+      assert.equal(refused.retryAfterMs, 6_000);
+      // A refusal reports the window as it stands, nothing taken: the same state a 200 would have shown.
+      assert.deepEqual(refused.requests, { limit: 3, remaining: 0, resetMs: 6_000 });
+      assert.deepEqual(refused.tokens, { limit: 1_000, remaining: 600, resetMs: 6_000 });
+      // Once the first request ages out, the oldest is the one taken at +20 s.
+      const later = await admit('reset', START + 60_000, 100, limits);
+      assert.equal(later.allowed, true);
+      assert.deepEqual(later.requests, { limit: 3, remaining: 0, resetMs: 20_000 });
+      assert.deepEqual(later.tokens, { limit: 1_000, remaining: 600, resetMs: 20_000 });
+    });
+
+    it('a refusal for tokens reports both dimensions, and an empty window resets in 0 ms', async () => {
+      const limits: LimitSet = { requestsPerMinute: 5, tokensPerMinute: 500, dailyTokens: 10_000 };
+      const tooBig = await admit('reset-tokens', START, 600, limits);
+      assert.equal(tooBig.allowed, false);
+      assert.equal(tooBig.reason, 'tokens');
+      assert.deepEqual(tooBig.requests, { limit: 5, remaining: 5, resetMs: 0 });
+      assert.deepEqual(tooBig.tokens, { limit: 500, remaining: 500, resetMs: 0 });
+      await admit('reset-tokens', START + 1_000, 400, limits);
+      const over = await admit('reset-tokens', START + 1_500, 200, limits);
+      assert.equal(over.reason, 'tokens');
+      assert.equal(over.retryAfterMs, 59_500);
+      assert.deepEqual(over.requests, { limit: 5, remaining: 4, resetMs: 59_500 });
+      assert.deepEqual(over.tokens, { limit: 500, remaining: 100, resetMs: 59_500 });
+      const daily: LimitSet = { requestsPerMinute: 5, tokensPerMinute: null, dailyTokens: 100 };
+      const capped = await admit('reset-daily', START, 101, daily);
+      assert.equal(capped.reason, 'daily');
+      assert.deepEqual(capped.requests, { limit: 5, remaining: 5, resetMs: 0 });
+      assert.equal(capped.tokens, undefined, 'an unlimited dimension is not reported');
+    });
+
     it('unlimited dimensions never refuse and send no headers', async () => {
       const limits: LimitSet = { requestsPerMinute: null, tokensPerMinute: null, dailyTokens: null };
       const results = await Promise.all(

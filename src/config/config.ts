@@ -21,6 +21,28 @@ export interface DeploymentConfig {
   provider: string;
   upstreamModel: string;
   weight: number;
+  /** What this upstream accepts: applied to the client's fields before every call to it. */
+  params: ParamPolicy;
+}
+
+/**
+ * A deployment's parameter policy (`params:` in the YAML; src/routing/param-policy.ts applies it). Names are
+ * the client's field names. The gateway's own fields (model, messages, stream, stream_options) are never
+ * touched. Order: deny, allow-list, drop, rename, defaults.
+ */
+export interface ParamPolicy {
+  /** Refused with 400 `invalid_request` naming the field (default: the cost and data-retention list). */
+  deny: readonly string[];
+  /** Allow-list mode: only these fields (and rename sources) may come from the client; null passes the rest. */
+  allow: ReadonlySet<string> | null;
+  /** What a field outside the allow-list gets: a 400 naming it, or left out silently. */
+  unlisted: 'refuse' | 'drop';
+  /** Left out silently (the upstream rejects them). */
+  drop: readonly string[];
+  /** [client name, upstream name]: the value moves (when the upstream name is not set already). */
+  rename: readonly (readonly [string, string])[];
+  /** [field, value] set when the request has none; temperature 0.7 (the spec's) unless overridden or dropped. */
+  defaults: readonly (readonly [string, unknown])[];
 }
 
 export type ProviderType = 'openai' | 'anthropic' | 'simulator';

@@ -1,4 +1,5 @@
-import type { ModelConfig, PlanConfig, PlanId, ProviderConfig } from './config.ts';
+import { DEFAULT_TEMPERATURE } from '../gateway/parse-chat-request.ts';
+import type { ModelConfig, ParamPolicy, PlanConfig, PlanId, ProviderConfig } from './config.ts';
 
 const USD = 1_000_000;
 
@@ -76,3 +77,36 @@ function plan(
     maxActiveKeys,
   };
 }
+
+/**
+ * Fields refused by default on every deployment: each costs the operator money that token billing does not
+ * recover (`service_tier` priority processing, `web_search_options` per-search fees, `audio`/`modalities`
+ * audio tokens at audio prices) or keeps users' data in the operator's provider account (`store`,
+ * `prompt_cache_retention` "24h"). docs/decisions.md says why others (metadata, prediction, user …) pass.
+ */
+export const DEFAULT_DENIED_PARAMS: readonly string[] = Object.freeze([
+  'service_tier',
+  'web_search_options',
+  'audio',
+  'modalities',
+  'store',
+  'prompt_cache_retention',
+]);
+
+/** Fields the gateway sets or reads itself: a policy cannot touch them. */
+export const GATEWAY_PARAMS: readonly string[] = Object.freeze([
+  'model',
+  'messages',
+  'stream',
+  'stream_options',
+]);
+
+/** The policy of a deployment whose `params:` is absent. */
+export const DEFAULT_PARAM_POLICY: ParamPolicy = Object.freeze({
+  deny: DEFAULT_DENIED_PARAMS,
+  allow: null,
+  unlisted: 'refuse',
+  drop: Object.freeze([]),
+  rename: Object.freeze([]),
+  defaults: Object.freeze([Object.freeze(['temperature', DEFAULT_TEMPERATURE] as const)]),
+});

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
+import { DEFAULT_PARAM_POLICY } from './defaults.ts';
 import { ConfigError, parseConfig } from './load-config.ts';
 
 const fails = (yaml: Record<string, unknown>, field: RegExp, env: Record<string, string> = {}): void => {
@@ -44,7 +45,7 @@ describe('configuration', () => {
     assert.equal(config.providers.get('up')?.apiKey, 'secret');
     assert.equal(config.providers.get('up')?.baseUrl, 'https://api.example/v1');
     assert.deepEqual(config.models.get('model-b')?.deployments, [
-      { id: 'up/m', provider: 'up', upstreamModel: 'm', weight: 3 },
+      { id: 'up/m', provider: 'up', upstreamModel: 'm', weight: 3, params: DEFAULT_PARAM_POLICY },
     ]);
     assert.equal(config.plans.get('starter')?.monthlyPriceMicros, 25_000_000);
     assert.equal(config.plans.get('starter')?.requestsPerMinute, 100);
@@ -73,6 +74,58 @@ describe('configuration', () => {
     fails({ plans: { gold: {} } }, /plans\.gold: unknown plan/);
     fails({ colour: 'blue' }, /colour: unknown field/);
     fails({}, /PORT/, { PORT: 'eighty' });
+  });
+
+  it('a deployment’s params: drop, rename, defaults, deny and allow-list, with the spec’s temperature kept', () => {
+    const policyOf = (params: Record<string, unknown>) =>
+      parseConfig(
+        {
+          providers: [{ id: 'up', type: 'openai', base_url: 'https://x' }],
+          models: { 'model-b': { deployments: [{ provider: 'up', model: 'm', params }] } },
+        },
+        {},
+      ).models.get('model-b')!.deployments[0]!.params;
+    const reasoning = policyOf({ drop: ['temperature'], rename: { max_tokens: 'max_completion_tokens' } });
+    assert.deepEqual(reasoning.drop, ['temperature']);
+    assert.deepEqual(reasoning.rename, [['max_tokens', 'max_completion_tokens']]);
+    assert.deepEqual(reasoning.defaults, [], 'a dropped temperature gets no default');
+    assert.deepEqual(reasoning.deny, DEFAULT_PARAM_POLICY.deny, 'the built-in deny-list stays');
+    const warm = policyOf({ defaults: { temperature: 1, seed: 7 } });
+    assert.deepEqual(warm.defaults, [
+      ['temperature', 1],
+      ['seed', 7],
+    ]);
+    const lenient = policyOf({ drop: ['store', 'service_tier'] });
+    assert.ok(
+      !lenient.deny.includes('store') && lenient.deny.includes('audio'),
+      'a dropped field is not denied',
+    );
+    assert.deepEqual(lenient.defaults, [['temperature', 0.7]]);
+    assert.deepEqual(policyOf({ deny: [] }).deny, []);
+    const strict = policyOf({ allow: ['max_tokens', 'store'], unlisted: 'drop' });
+    assert.deepEqual([...strict.allow!], ['max_tokens', 'store']);
+    assert.equal(strict.unlisted, 'drop');
+    assert.ok(!strict.deny.includes('store'), 'an allowed field is not denied');
+    assert.deepEqual(strict.defaults, [], 'temperature is outside the allow-list');
+
+    const at = 'models\\.model-b\\.deployments\\[0\\]\\.params';
+    const bad = (params: unknown, message: string) =>
+      fails(
+        {
+          providers: [{ id: 'up', type: 'openai', base_url: 'https://x' }],
+          models: { 'model-b': { deployments: [{ provider: 'up', model: 'm', params }] } },
+        },
+        new RegExp(`^${at}${message}`),
+      );
+    bad({ drop: 'temperature' }, '\\.drop: must be a list');
+    bad({ drop: ['messages'] }, '\\.drop\\[0\\]: messages is set by the gateway');
+    bad({ defaults: { temperature: 3 } }, '\\.defaults\\.temperature: must be a number from 0 to 2');
+    bad({ deny: ['store'], drop: ['store'] }, '\\.deny: store is in drop too');
+    bad({ rename: { max_tokens: 7 } }, '\\.rename\\.max_tokens: must be a non-empty string');
+    bad({ unlisted: 'drop' }, '\\.unlisted: only with allow');
+    bad({ allow: [], unlisted: 'ignore' }, '\\.unlisted: must be one of refuse, drop');
+    bad({ drop: ['seed'], defaults: { seed: 1 } }, '\\.defaults\\.seed: a default for a field');
+    bad({ forbid: ['x'] }, '\\.forbid: unknown field');
   });
 
   it('a bad file stops the real process at start-up with one message and exit code 2', () => {

@@ -5,12 +5,19 @@ import type {
   DeploymentConfig,
   LimiterFailurePolicy,
   ModelConfig,
+  ParamPolicy,
   PlanConfig,
   PlanId,
   ProviderConfig,
   ProviderType,
 } from './config.ts';
-import { DEFAULT_PLANS, MODEL_CATALOG, SIMULATOR_PROVIDER } from './defaults.ts';
+import {
+  DEFAULT_PARAM_POLICY,
+  DEFAULT_PLANS,
+  GATEWAY_PARAMS,
+  MODEL_CATALOG,
+  SIMULATOR_PROVIDER,
+} from './defaults.ts';
 import { loadSecurityConfig, loadTrustProxy } from './load-security-config.ts';
 
 /** A configuration mistake: start-up stops with this one message, which names the field. */
@@ -190,6 +197,7 @@ function parseModels(value: unknown, providers: Map<string, ProviderConfig>): Ma
       provider: 'simulator',
       upstreamModel: entry.id,
       weight: 1,
+      params: DEFAULT_PARAM_POLICY,
     };
     models.set(entry.id, { ...entry, deployments: [deployment], fallbacks: [] });
   }
@@ -259,7 +267,7 @@ function parseDeployments(
   return value.map((raw: unknown, index) => {
     const where = `${at}.deployments[${index}]`;
     if (!isObj(raw)) throw new ConfigError(`${where}: must be a mapping`);
-    checkKeys(raw, where, ['provider', 'model', 'weight']);
+    checkKeys(raw, where, ['provider', 'model', 'weight', 'params']);
     const provider = string(raw['provider'], `${where}.provider`);
     if (!providers.has(provider)) throw new ConfigError(`${where}.provider: unknown provider id ${provider}`);
     const upstreamModel = string(raw['model'], `${where}.model`);
@@ -268,8 +276,82 @@ function parseDeployments(
     let id = `${provider}/${upstreamModel}`;
     if (seen.has(id)) id = `${id}#${index}`;
     seen.add(id);
-    return { id, provider, upstreamModel, weight };
+    const params =
+      raw['params'] === undefined ? DEFAULT_PARAM_POLICY : parseParamPolicy(raw['params'], `${where}.params`);
+    return { id, provider, upstreamModel, weight, params };
   });
+}
+
+const UNLISTED: readonly ParamPolicy['unlisted'][] = ['refuse', 'drop'];
+/** Ranges of the spec's sampling fields, for defaults an operator sets. */
+const PARAM_RANGES: Readonly<Record<string, readonly [number, number]>> = {
+  temperature: [0, 2],
+  top_p: [0, 1],
+  presence_penalty: [-2, 2],
+  frequency_penalty: [-2, 2],
+};
+
+/** A deployment's `params:`; the spec's temperature default is kept unless overridden, dropped or not allowed. */
+function parseParamPolicy(value: unknown, at: string): ParamPolicy {
+  if (!isObj(value)) throw new ConfigError(`${at}: must be a mapping`);
+  checkKeys(value, at, ['defaults', 'drop', 'rename', 'deny', 'allow', 'unlisted']);
+  const fields = (key: string): string[] => {
+    if (value[key] === undefined) return [];
+    const names = stringList(value[key], `${at}.${key}`);
+    names.forEach((name, index) => paramName(name, `${at}.${key}[${index}]`));
+    return names;
+  };
+  const drop = fields('drop');
+  const explicitDeny = value['deny'] === undefined ? undefined : fields('deny');
+  const allow = value['allow'] === undefined ? null : new Set(fields('allow'));
+  const rename = Object.entries(optionalObj(value['rename'], `${at}.rename`)).map(([from, to]) => {
+    paramName(from, `${at}.rename.${from}`);
+    paramName(string(to, `${at}.rename.${from}`), `${at}.rename.${from}`);
+    if (from === to) throw new ConfigError(`${at}.rename.${from}: renames a field to itself`);
+    return [from, to as string] as const;
+  });
+  const defaults: (readonly [string, unknown])[] = Object.entries(
+    optionalObj(value['defaults'], `${at}.defaults`),
+  ).map(([field, fallback]) => {
+    const where = `${at}.defaults.${field}`;
+    paramName(field, where);
+    if (fallback === null || fallback === undefined) throw new ConfigError(`${where}: must have a value`);
+    const range = PARAM_RANGES[field];
+    if (range && (typeof fallback !== 'number' || fallback < range[0] || fallback > range[1]))
+      throw new ConfigError(`${where}: must be a number from ${range[0]} to ${range[1]}`);
+    return [field, fallback] as const;
+  });
+  for (const field of explicitDeny ?? []) {
+    if (drop.includes(field)) throw new ConfigError(`${at}.deny: ${field} is in drop too; choose one`);
+    if (allow?.has(field)) throw new ConfigError(`${at}.deny: ${field} is in allow too; choose one`);
+  }
+  const denied = new Set(explicitDeny ?? []);
+  for (const [field] of defaults) {
+    if (drop.includes(field) || denied.has(field))
+      throw new ConfigError(`${at}.defaults.${field}: a default for a field this deployment drops or denies`);
+  }
+  // The built-in list yields to an explicit choice: a field the operator drops, renames or allows is not denied.
+  const deny =
+    explicitDeny ??
+    DEFAULT_PARAM_POLICY.deny.filter(
+      (field) => !drop.includes(field) && !allow?.has(field) && !rename.some(([from]) => from === field),
+    );
+  if (value['unlisted'] !== undefined && !allow) throw new ConfigError(`${at}.unlisted: only with allow`);
+  const unlisted = (value['unlisted'] ?? 'refuse') as ParamPolicy['unlisted'];
+  if (!UNLISTED.includes(unlisted))
+    throw new ConfigError(`${at}.unlisted: must be one of ${UNLISTED.join(', ')}`);
+  const temperatureSent =
+    !drop.includes('temperature') &&
+    !deny.includes('temperature') &&
+    (allow === null || allow.has('temperature'));
+  if (temperatureSent && !defaults.some(([field]) => field === 'temperature'))
+    defaults.unshift(DEFAULT_PARAM_POLICY.defaults[0]!);
+  return Object.freeze({ deny, allow, unlisted, drop, rename, defaults });
+}
+
+function paramName(name: string, at: string): void {
+  if (GATEWAY_PARAMS.includes(name))
+    throw new ConfigError(`${at}: ${name} is set by the gateway; a policy cannot change it`);
 }
 
 function parsePlans(value: unknown): Map<PlanId, PlanConfig> {

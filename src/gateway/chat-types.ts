@@ -33,8 +33,8 @@ export interface ChatRequest {
   includeUsage: boolean;
   /** `max_tokens` (or `max_completion_tokens`) as sent; undefined when absent. */
   maxTokens: number | undefined;
-  /** As sent, or the spec's default 0.7. */
-  temperature: number;
+  /** As sent, or the default (the spec's 0.7, or the deployment's); undefined when its policy drops it. */
+  temperature: number | undefined;
   topP: number | undefined;
   stop: string[] | undefined;
   tools: ToolDefinition[] | undefined;

@@ -7,7 +7,15 @@ const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 /** The spec's default temperature, sent upstream when the request sets none (upstreams' own defaults differ). */
 export const DEFAULT_TEMPERATURE = 0.7;
 
-const invalid = (message: string): GatewayError => new GatewayError('invalid_request', message);
+/** The request's own fields: a message that starts with one of them (`messages[2].role must …`) names it. */
+const FIELDS =
+  /^((?:model|messages|temperature|top_p|presence_penalty|frequency_penalty|max_tokens|max_completion_tokens|stream|stream_options|stop|tools|tool_choice|n)\b[\w.[\]]*)/;
+
+/** A 400 whose `param` is the field its message starts with (null when it starts with none). */
+const invalid = (message: string): GatewayError => {
+  const param = FIELDS.exec(message)?.[1];
+  return new GatewayError('invalid_request', message, param === undefined ? {} : { param });
+};
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -41,6 +49,7 @@ export function parseChatRequest(
     throw new GatewayError(
       'model_not_found',
       `the model ${JSON.stringify(body['model'].slice(0, 100))} does not exist; GET /v1/models lists them`,
+      { param: 'model' },
     );
 
   const rawMessages = body['messages'];
@@ -126,7 +135,7 @@ function parseMessage(raw: unknown, index: number): ChatMessage {
   if (!isObject(raw)) throw invalid(`${at} must be an object`);
   const role = raw['role'];
   if (typeof role !== 'string' || !ROLES.has(role))
-    throw invalid(`${at}.role must be one of system, user, assistant, tool`);
+    throw invalid(`${at}.role must be one of ${[...ROLES].join(', ')}`);
   const message: ChatMessage = { role: role as Role, content: null };
   const hasToolCalls = role === 'assistant' && raw['tool_calls'] !== undefined && raw['tool_calls'] !== null;
   message.content = parseContent(raw['content'], at, hasToolCalls);

@@ -1,10 +1,21 @@
 import type { Admission, LimitState } from '../limits/limiter.ts';
 
-/** A duration in the convention's reset format: `20ms`, `1.5s`, `6m0s`. */
+/**
+ * A duration as OpenAI writes `x-ratelimit-reset-*` (Go's duration format): `20ms`, `1.5s`, `6s`, `1m0s`,
+ * `1h2m3s`, `0s`; rounded up to the millisecond, so a client that waits that long finds the room free.
+ */
 export function formatReset(ms: number): string {
-  if (ms < 1000) return `${Math.max(0, Math.ceil(ms))}ms`;
-  if (ms < 60_000) return `${Math.round(ms / 100) / 10}s`;
-  return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
+  const total = Math.max(0, Math.ceil(ms));
+  if (total === 0) return '0s';
+  if (total < 1000) return `${total}ms`;
+  const hours = Math.floor(total / 3_600_000);
+  const minutes = Math.floor((total % 3_600_000) / 60_000);
+  const secondsMs = total % 60_000;
+  const seconds =
+    secondsMs % 1000 === 0 ? String(secondsMs / 1000) : (secondsMs / 1000).toFixed(3).replace(/0+$/, '');
+  if (hours > 0) return `${hours}h${minutes}m${seconds}s`;
+  if (minutes > 0) return `${minutes}m${seconds}s`;
+  return `${seconds}s`;
 }
 
 function add(
@@ -18,7 +29,7 @@ function add(
   headers[`x-ratelimit-reset-${kind}`] = formatReset(state.resetMs);
 }
 
-/** The x-ratelimit-* headers of an admission (unlimited dimensions are left out). */
+/** The x-ratelimit-* headers of an admission or a refusal (unlimited dimensions are left out). */
 export function rateLimitHeaders(admission: Admission): Record<string, string> {
   const headers: Record<string, string> = {};
   add(headers, 'requests', admission.requests);

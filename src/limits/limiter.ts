@@ -19,7 +19,11 @@ export interface AdmissionRequest {
 export interface LimitState {
   limit: number;
   remaining: number;
-  /** Until the window is empty again (all current usage has aged out). */
+  /**
+   * Until the oldest usage in the window ages out, the next moment `remaining` grows (0 with an empty
+   * window). A sliding window is empty a full window after its newest entry, which right after an admission
+   * is always the window itself; this says when room actually frees.
+   */
   resetMs: number;
 }
 
@@ -29,6 +33,7 @@ export interface Admission {
   reason?: 'requests' | 'tokens' | 'daily' | 'unavailable';
   /** When a retry will succeed, if nothing else is taken meanwhile. */
   retryAfterMs?: number;
+  /** The state of each limited dimension after this admission (or as it stands, for a refusal). */
   requests?: LimitState;
   tokens?: LimitState;
 }
@@ -63,6 +68,20 @@ export interface Limiter {
 }
 
 export const WINDOW_MS = 60_000;
+
+/** A dimension's state from its limit, its usage in the window and when its oldest entry was taken. */
+export function limitState(
+  limit: number,
+  used: number,
+  oldestAt: number | undefined,
+  now: number,
+): LimitState {
+  return {
+    limit,
+    remaining: Math.max(0, limit - used),
+    resetMs: oldestAt === undefined ? 0 : Math.max(0, oldestAt + WINDOW_MS - now),
+  };
+}
 const DAY_MS = 86_400_000;
 
 /** Milliseconds from `now` to the next UTC midnight. */

@@ -3,6 +3,7 @@ import {
   type AdmissionRequest,
   type Limiter,
   WINDOW_MS,
+  limitState,
   msUntilUtcMidnight,
   utcDayNumber,
 } from './limiter.ts';
@@ -84,17 +85,25 @@ export class MemoryLimiter implements Limiter {
     const count = subject.requests.length;
     if (rpm !== null && count + 1 > rpm) {
       const oldest = subject.requests.at(Math.max(0, count - rpm)) ?? now;
-      return { allowed: false, reason: 'requests', retryAfterMs: Math.max(1, oldest + WINDOW_MS - now) };
+      return this.#state(subject, rpm, tpm, now, {
+        allowed: false,
+        reason: 'requests',
+        retryAfterMs: Math.max(1, oldest + WINDOW_MS - now),
+      });
     }
     if (tpm !== null && subject.tokenSum + tokens > tpm) {
-      return {
+      return this.#state(subject, rpm, tpm, now, {
         allowed: false,
         reason: 'tokens',
         retryAfterMs: this.#tokensFreeAt(subject, tokens, tpm, now),
-      };
+      });
     }
     if (daily !== null && subject.dayTokens + tokens > daily) {
-      return { allowed: false, reason: 'daily', retryAfterMs: msUntilUtcMidnight(now) };
+      return this.#state(subject, rpm, tpm, now, {
+        allowed: false,
+        reason: 'daily',
+        retryAfterMs: msUntilUtcMidnight(now),
+      });
     }
     if (rpm !== null) subject.requests.push(now);
     if (rpm !== null || tpm !== null) {
@@ -102,15 +111,22 @@ export class MemoryLimiter implements Limiter {
       subject.tokenSum += tokens;
     }
     subject.dayTokens += tokens;
-    return {
-      allowed: true,
-      ...(rpm !== null
-        ? { requests: { limit: rpm, remaining: rpm - subject.requests.length, resetMs: WINDOW_MS } }
-        : {}),
-      ...(tpm !== null
-        ? { tokens: { limit: tpm, remaining: Math.max(0, tpm - subject.tokenSum), resetMs: WINDOW_MS } }
-        : {}),
-    };
+    return this.#state(subject, rpm, tpm, now, { allowed: true });
+  }
+
+  /** Adds the state of each limited dimension: what `x-ratelimit-*` reports, on an admission or a refusal. */
+  #state(
+    subject: Subject,
+    rpm: number | null,
+    tpm: number | null,
+    now: number,
+    admission: Admission,
+  ): Admission {
+    if (rpm !== null)
+      admission.requests = limitState(rpm, subject.requests.length, subject.requests.at(0), now);
+    if (tpm !== null)
+      admission.tokens = limitState(tpm, subject.tokenSum, subject.tokens.values().next().value?.at, now);
+    return admission;
   }
 
   async reconcile(

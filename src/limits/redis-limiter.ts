@@ -5,6 +5,7 @@ import {
   type AdmissionRequest,
   type Limiter,
   WINDOW_MS,
+  limitState,
   msUntilUtcMidnight,
   utcDayNumber,
 } from './limiter.ts';
@@ -35,6 +36,7 @@ const reconcileScript = new Script(RECONCILE_SCRIPT);
 const releaseScript = new Script(RELEASE_SCRIPT);
 
 const limit = (value: number | null): number => (value === null ? -1 : value);
+const since = (time: number): number | undefined => (time < 0 ? undefined : time);
 
 /** Limits shared by every instance: one Lua script per admission, one round trip. */
 export class RedisLimiter implements Limiter {
@@ -70,22 +72,21 @@ export class RedisLimiter implements Limiter {
       requestId,
       untilMidnight,
     ])) as number[];
-    const [allowed, reason, retryMs, count, used] = result.map(Number) as [
+    const [allowed, reason, retryMs, count, used, oldestRequest, oldestTokens] = result.map(Number) as [
       number,
       1 | 2 | 3,
       number,
       number,
       number,
+      number,
+      number,
     ];
-    if (allowed !== 1) return { allowed: false, reason: REASONS[reason], retryAfterMs: retryMs };
+    const admission: Admission =
+      allowed === 1 ? { allowed: true } : { allowed: false, reason: REASONS[reason], retryAfterMs: retryMs };
     const { requestsPerMinute: rpm, tokensPerMinute: tpm } = limits;
-    return {
-      allowed: true,
-      ...(rpm !== null ? { requests: { limit: rpm, remaining: rpm - count, resetMs: WINDOW_MS } } : {}),
-      ...(tpm !== null
-        ? { tokens: { limit: tpm, remaining: Math.max(0, tpm - used), resetMs: WINDOW_MS } }
-        : {}),
-    };
+    if (rpm !== null) admission.requests = limitState(rpm, count, since(oldestRequest), now);
+    if (tpm !== null) admission.tokens = limitState(tpm, used, since(oldestTokens), now);
+    return admission;
   }
 
   async reconcile(

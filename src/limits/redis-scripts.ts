@@ -7,7 +7,9 @@
 
 /** KEYS: requests zset, tokens zset, token values hash, token sum, day counter.
  *  ARGV: now, window ms, rpm, tpm, daily (-1 = unlimited), tokens, request id, ms to UTC midnight.
- *  Returns {allowed, reason (1 requests, 2 tokens, 3 daily), retry ms, requests in window, tokens in window}. */
+ *  Returns {allowed, reason (1 requests, 2 tokens, 3 daily), retry ms, requests in window, tokens in window,
+ *  time of the oldest request in the window, of the oldest token reservation (-1: none)}, counts after an
+ *  admission, as they stand for a refusal. */
 export const ADMIT_SCRIPT = `
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
@@ -18,6 +20,14 @@ local tokens = tonumber(ARGV[6])
 local id = ARGV[7]
 local untilMidnight = tonumber(ARGV[8])
 local horizon = now - window
+
+-- When the oldest entry of a window was taken (-1 for an empty one): what x-ratelimit-reset-* reports.
+local function oldestAt(key, limited)
+  if not limited then return -1 end
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if first[2] then return tonumber(first[2]) end
+  return -1
+end
 
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', horizon)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', horizon)
@@ -39,7 +49,7 @@ if rpm >= 0 and count + 1 > rpm then
   local oldest = redis.call('ZRANGE', KEYS[1], index, index, 'WITHSCORES')
   local retry = window
   if oldest[2] then retry = tonumber(oldest[2]) + window - now end
-  return {0, 1, math.max(1, retry), count, used}
+  return {0, 1, math.max(1, retry), count, used, oldestAt(KEYS[1], true), oldestAt(KEYS[2], tpm >= 0)}
 end
 if tpm >= 0 and used + tokens > tpm then
   local retry = window
@@ -54,10 +64,10 @@ if tpm >= 0 and used + tokens > tpm then
       end
     end
   end
-  return {0, 2, math.max(1, retry), count, used}
+  return {0, 2, math.max(1, retry), count, used, oldestAt(KEYS[1], rpm >= 0), oldestAt(KEYS[2], true)}
 end
 if daily >= 0 and dayUsed + tokens > daily then
-  return {0, 3, untilMidnight, count, used}
+  return {0, 3, untilMidnight, count, used, oldestAt(KEYS[1], rpm >= 0), oldestAt(KEYS[2], tpm >= 0)}
 end
 
 -- An unlimited dimension records nothing: a busy unlimited key must not grow a set per request.
@@ -73,7 +83,7 @@ if tpm >= 0 then
 end
 redis.call('INCRBY', KEYS[5], tokens)
 redis.call('PEXPIRE', KEYS[5], untilMidnight + 3600000)
-return {1, 0, 0, count + 1, used + tokens}
+return {1, 0, 0, count + 1, used + tokens, oldestAt(KEYS[1], rpm >= 0), oldestAt(KEYS[2], tpm >= 0)}
 `;
 
 /** KEYS: tokens zset, token values hash, token sum, day counter. ARGV: request id, reserved, actual, window ms.

@@ -6,6 +6,7 @@ import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
 import { CircuitBreaker } from './circuit-breaker.ts';
 import { sanitizeUpstreamMessage } from './sanitize-upstream-message.ts';
+import { applyParamPolicy } from './param-policy.ts';
 
 interface Deployment {
   model: ModelConfig;
@@ -85,9 +86,9 @@ export class Router {
     signal: AbortSignal,
     defaultMaxTokens: number,
   ): Promise<Attempted<ChatCompletion>> {
-    return this.#attempt(request, signal, (deployment) =>
+    return this.#attempt(request, signal, (deployment, shaped) =>
       deployment.provider.complete({
-        request,
+        request: shaped,
         upstreamModel: deployment.config.upstreamModel,
         signal,
         defaultMaxTokens,
@@ -101,9 +102,9 @@ export class Router {
     signal: AbortSignal,
     defaultMaxTokens: number,
   ): Promise<Attempted<OpenedStream>> {
-    return this.#attempt(request, signal, async (deployment) => {
+    return this.#attempt(request, signal, async (deployment, shaped) => {
       const chunks = deployment.provider.stream({
-        request,
+        request: shaped,
         upstreamModel: deployment.config.upstreamModel,
         signal,
         defaultMaxTokens,
@@ -131,10 +132,12 @@ export class Router {
   async #attempt<T>(
     request: ChatRequest,
     signal: AbortSignal,
-    call: (deployment: Deployment) => Promise<T>,
+    call: (deployment: Deployment, shaped: ChatRequest) => Promise<T>,
   ): Promise<Attempted<T>> {
     const candidates = this.#candidates(request.model);
     let lastError: ProviderError | undefined;
+    // A field a deployment's policy refuses sends the request to one that accepts it; if none does, 400.
+    let refused: GatewayError | undefined;
     let attempts = 0;
     for (
       let index = 0;
@@ -142,12 +145,17 @@ export class Router {
       index++
     ) {
       const deployment = candidates[index % candidates.length]!;
+      const shaped = applyParamPolicy(request, deployment.config.params);
+      if (shaped instanceof GatewayError) {
+        refused = shaped;
+        continue;
+      }
       if (!deployment.breaker.allow(this.#clock())) continue;
       if (attempts > 0) await this.#backoff(attempts, lastError, signal);
       attempts += 1;
       const startedAt = performance.now();
       try {
-        const result = await call(deployment);
+        const result = await call(deployment, shaped);
         deployment.breaker.success(performance.now() - startedAt);
         return {
           result,
@@ -189,6 +197,7 @@ export class Router {
         lastError = failure;
       }
     }
+    if (refused && attempts === 0) throw refused;
     const last = lastError
       ? lastError.status
         ? `upstream status ${lastError.status}`

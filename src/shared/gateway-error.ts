@@ -17,7 +17,8 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 export interface ErrorBody {
-  error: { code: string; message: string; type: string };
+  /** The spec's code, message and type, and OpenAI's `param`: the offending request field, or null. */
+  error: { code: string; message: string; type: string; param: string | null };
 }
 
 /** A failure meant for the client: code, status and type come from the spec's table. */
@@ -29,6 +30,8 @@ export class GatewayError extends Error {
   /** Seconds a client should wait (429, 503): sent as Retry-After. */
   readonly retryAfterMs: number | undefined;
   readonly headers: Record<string, string>;
+  /** The request field at fault (`temperature`, `messages[2].role`), or null when no one field is. */
+  readonly param: string | null;
 
   constructor(
     code: ErrorCode,
@@ -38,6 +41,7 @@ export class GatewayError extends Error {
       retryAfterMs?: number;
       status?: number;
       headers?: Record<string, string>;
+      param?: string;
     } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -46,9 +50,10 @@ export class GatewayError extends Error {
     this.type = ERROR_CODES[code].type;
     this.retryAfterMs = options.retryAfterMs;
     this.headers = options.headers ?? {};
+    this.param = options.param ?? null;
   }
 
   toBody(): ErrorBody {
-    return { error: { code: this.code, message: this.message, type: this.type } };
+    return { error: { code: this.code, message: this.message, type: this.type, param: this.param } };
   }
 }

@@ -32,6 +32,16 @@ export function publicRoutes(app: FastifyInstance, services: Services): void {
     data: [...services.config.models.values()].map((model) => presentModel(model, created)),
   };
   app.get('/v1/models', async () => models);
+  const byId = new Map([...services.config.models.keys()].map((id, index) => [id, models.data[index]!]));
+  app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
+    const model = byId.get(request.params.id);
+    if (model) return model;
+    throw new GatewayError(
+      'model_not_found',
+      `the model ${JSON.stringify(request.params.id.slice(0, 100))} does not exist; GET /v1/models lists them`,
+      { param: 'model' },
+    );
+  });
 
   const metricsToken = services.config.security.metricsToken;
   const tokenHash = metricsToken === undefined ? undefined : sha256(metricsToken);

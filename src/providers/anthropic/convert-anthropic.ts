@@ -64,7 +64,7 @@ export function convertToAnthropicRequest(
   };
   if (system) body['system'] = system;
   // Anthropic's temperature runs 0–1; the convention's 0–2 is clamped to it.
-  body['temperature'] = Math.min(1, request.temperature);
+  if (request.temperature !== undefined) body['temperature'] = Math.min(1, request.temperature);
   if (request.topP !== undefined) body['top_p'] = request.topP;
   if (request.stop) body['stop_sequences'] = request.stop;
   if (request.tools?.length && request.toolChoice !== 'none') {

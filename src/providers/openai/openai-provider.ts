@@ -26,7 +26,6 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
       const body: Record<string, unknown> = {
         ...call.request.body,
         model: call.upstreamModel,
-        temperature: call.request.temperature,
         stream: false,
       };
       delete body['stream_options'];
@@ -39,7 +38,6 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
       const body = {
         ...call.request.body,
         model: call.upstreamModel,
-        temperature: call.request.temperature,
         stream: true,
         stream_options: { include_usage: true },
       };

@@ -85,21 +85,26 @@ export class ChatGateway {
   async admit(ctx: CallerContext, body: unknown): Promise<Admitted> {
     const { config, limiter, store, clock } = this.#o;
     const { request, model } = parseChatRequest(body, config.models, config.maxMessages);
-    const promptTokens = countPromptTokens(request.messages, request.tools);
-    if (promptTokens + (request.maxTokens ?? 0) > model.contextWindow) {
-      throw new GatewayError(
-        'invalid_request',
-        `messages: the prompt (about ${promptTokens} tokens) plus max_tokens (${request.maxTokens ?? 0}) exceeds ${model.id}'s context window of ${model.contextWindow} tokens`,
-      );
-    }
     const now = clock();
     const { account, key } = ctx;
+    // Cheap refusals before the one expensive step, counting the prompt (the key and account were checked
+    // before the body was read; the rate limit needs the count).
     if (account.planExpiresAt !== null && account.planExpiresAt <= now) {
       throw this.#refuse(
         new GatewayError(
           'payment_required',
           standingMessage(this.#o.billingStanding(account, ZERO_BALANCE, now)),
         ),
+      );
+    }
+    // Counting stops past the context window: a prompt that cannot fit costs no more than one that just does.
+    const room = model.contextWindow - (request.maxTokens ?? 0);
+    const counted = countPromptTokens(request.messages, request.tools, room);
+    const promptTokens = typeof counted === 'number' ? counted : await counted;
+    if (promptTokens > room) {
+      throw new GatewayError(
+        'invalid_request',
+        `messages: the prompt (at least ${promptTokens} tokens) plus max_tokens (${request.maxTokens ?? 0}) exceeds ${model.id}'s context window of ${model.contextWindow} tokens`,
       );
     }
     const reservedTokens = promptTokens + (request.maxTokens ?? 0);

@@ -146,9 +146,29 @@ function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown
     });
     req.on('error', reject);
     req.on('end', () => {
-      if (length <= limitBytes) parseJsonBody(chunks, length).then(resolve, reject);
+      if (length > limitBytes) return;
+      if (length < LARGE_BODY_BYTES) parseJsonBody(chunks, length).then(resolve, reject);
+      else parseInTurn(() => parseJsonBody(chunks, length).then(resolve, reject));
     });
   });
+}
+
+/** Bodies from this size on are parsed one per event-loop turn (a 4 MiB body takes tens of milliseconds). */
+const LARGE_BODY_BYTES = 256 * 1024;
+const largeParses: (() => void)[] = [];
+
+/**
+ * Runs `parse` in an event-loop turn of its own, after the large parses queued before it: several large
+ * bodies that end in the same turn would otherwise be parsed back to back, and the loop would wait for all.
+ */
+function parseInTurn(parse: () => void): void {
+  largeParses.push(parse);
+  if (largeParses.length === 1) setImmediate(nextLargeParse);
+}
+
+function nextLargeParse(): void {
+  largeParses.shift()?.();
+  if (largeParses.length > 0) setImmediate(nextLargeParse);
 }
 
 /** The body's bytes as JSON; a 400 naming the syntax error if they are not. */

@@ -13,7 +13,7 @@ import { type Balance, utcDay } from '../store/ledger-repo.ts';
 import type { AccountRecord, ApiKeyRecord, UsageStatus } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
-import { countPromptTokens, countTextTokens } from './count-tokens.ts';
+import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
 import { rateLimitHeaders } from './rate-limit-headers.ts';
 import type { StreamSink } from './stream-sink.ts';
@@ -99,7 +99,7 @@ export class ChatGateway {
     }
     // Counting stops past the context window: a prompt that cannot fit costs no more than one that just does.
     const room = model.contextWindow - (request.maxTokens ?? 0);
-    const counted = countPromptTokens(request.messages, request.tools, room);
+    const counted = countPromptTokensYielding(request.messages, request.tools, room);
     const promptTokens = typeof counted === 'number' ? counted : await counted;
     if (promptTokens > room) {
       throw new GatewayError(
@@ -132,9 +132,18 @@ export class ChatGateway {
       );
     }
     const holdMicros = costMicros(model, promptTokens, request.maxTokens ?? model.defaultMaxTokens);
-    const held =
-      holdMicros === 0 ||
-      (await this.#o.holds.hold(ctx.requestId, account.id, holdMicros, now, now + HOLD_TTL_MS));
+    let held: boolean;
+    try {
+      held =
+        holdMicros === 0 ||
+        (await this.#o.holds.hold(ctx.requestId, account.id, holdMicros, now, now + HOLD_TTL_MS));
+    } catch (error) {
+      // The database failed mid-hold (it went away): the hold may have been taken though the answer was lost.
+      // A settlement of nothing releases it and the rate-limit reservation, whenever the database is back.
+      const admitted = { ctx, request, model, promptTokens, reservedTokens, headers };
+      this.#finish(admitted, this.#failed(admitted, false));
+      throw error;
+    }
     if (!held) {
       await limiter.release(key.id, ctx.requestId, reservedTokens, now);
       const standing = this.#o.billingStanding(account, await store.ledger.balance(account.id, now), now);

@@ -30,7 +30,7 @@ function pieceEnd(text: string, start: number): number {
 export function countTextTokens(text: string): number {
   if (text.length <= PIECE_CHARS) return text.length === 0 ? 0 : countTokens(text);
   let total = 0;
-  for (let start = 0; start < text.length; ) {
+  for (let start = 0; start < text.length;) {
     const end = pieceEnd(text, start);
     total += countTokens(text.slice(start, end));
     start = end;
@@ -42,7 +42,7 @@ export function countTextTokens(text: string): number {
 function* textSteps(text: string, limit: number): Generator<undefined, number> {
   if (text.length <= PIECE_CHARS) return text.length === 0 ? 0 : countTokens(text);
   let total = 0;
-  for (let start = 0; start < text.length && total <= limit; ) {
+  for (let start = 0; start < text.length && total <= limit;) {
     const end = pieceEnd(text, start);
     total += countTokens(text.slice(start, end));
     start = end;
@@ -74,16 +74,27 @@ function* promptSteps(
   return total;
 }
 
-/**
- * Estimated prompt tokens of a chat request: messages, their framing, and tool definitions. Counting stops
- * once the count passes `limit` (the answer is then more than `limit`, not the exact count). A normal
- * prompt is counted at once and the number returned; a long one gives the event loop a turn every
- * few milliseconds, and the count comes as a promise.
- */
+/** Estimated prompt tokens of a chat request (messages, their framing, tool definitions), in one go. */
 export function countPromptTokens(
   messages: readonly ChatMessage[],
   tools?: readonly ToolDefinition[],
-  limit = Infinity,
+): number {
+  const steps = promptSteps(messages, tools, Infinity);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * The same count for the request path: it stops once the count passes `limit` (the answer is then more
+ * than `limit`, not the exact count). A normal prompt is counted at once and the number returned; a long
+ * one gives the event loop a turn every few milliseconds, and the count comes as a promise.
+ */
+export function countPromptTokensYielding(
+  messages: readonly ChatMessage[],
+  tools: readonly ToolDefinition[] | undefined,
+  limit: number,
 ): number | Promise<number> {
   const steps = promptSteps(messages, tools, limit);
   const total = advance(steps);

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Services } from '../services.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { bearerToken } from './auth-hook.ts';
-import { errorHeaders, toGatewayError } from './error-handler.ts';
+import { errorHeaders, isLogged, toGatewayError } from './error-handler.ts';
 import { asUser } from './routes/principal.ts';
 import { createSseSink } from './sse-sink.ts';
 
@@ -68,7 +68,7 @@ async function serveChat(
     sendJson(res, 200, { ...headers, 'x-request-id': requestId }, completion);
   } catch (error) {
     const failure = toGatewayError(error);
-    if (failure.status >= 500) services.logger.error({ err: error, reqId: requestId }, 'request failed');
+    if (isLogged(failure)) services.logger.error({ err: error, reqId: requestId }, 'request failed');
     if (res.headersSent || res.destroyed) {
       // A stream already open ends its own way (the gateway writes the error event); anything else is cut.
       if (!res.writableEnded) res.destroy();
@@ -148,7 +148,7 @@ function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown
     req.on('end', () => {
       if (length > limitBytes) return;
       if (length < LARGE_BODY_BYTES) parseJsonBody(chunks, length).then(resolve, reject);
-      else parseInTurn(() => parseJsonBody(chunks, length).then(resolve, reject));
+      else parseInTurn(() => void parseJsonBody(chunks, length).then(resolve, reject));
     });
   });
 }

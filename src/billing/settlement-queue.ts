@@ -94,6 +94,7 @@ export class SettlementQueue {
   async close(): Promise<void> {
     this.#clearRetry();
     await this.flush();
+    this.#clearRetry(); // a batch that failed just now would be retried after the store has closed
     if (this.#pending.length > 0 && this.#spoolPath) {
       appendFileSync(this.#spoolPath, this.#pending.map((s) => JSON.stringify(s)).join('\n') + '\n');
       this.#logger.error(

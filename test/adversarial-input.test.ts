@@ -82,7 +82,7 @@ describe('adversarial request bodies', () => {
     const bodies = {
       // One 4 MiB run of letters, just under the body limit.
       run: JSON.stringify({
-        model: 'model-a',
+        model: 'model-b',
         messages: [{ role: 'user', content: letters(4 * MiB - 200) }],
       }),
       deepSchema: withNested(
@@ -94,7 +94,7 @@ describe('adversarial request bodies', () => {
         nested(5_000),
       ),
       manyMessages: JSON.stringify({
-        model: 'model-a',
+        model: 'model-b',
         messages: Array.from({ length: 2_048 }, () => ({ role: 'user', content: letters(1_900) })),
       }),
       manyTools: JSON.stringify({

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -6,6 +9,7 @@ import { connectRedis } from '../src/shared/connect-redis.ts';
 import type { Db } from '../src/store/db.ts';
 import { createPostgresDb } from '../src/store/postgres/postgres-db.ts';
 import { BACKENDS, type OpenedBackend, POSTGRES_URL } from './helpers/backends.ts';
+import { type RunningGateway, startGatewayProcess } from './helpers/process.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
@@ -247,3 +251,141 @@ describe('Redis going away with the deny policy', { skip: (await redisUnavailabl
     assert.equal(next?.status, 200, 'limits are shared again and requests pass');
   });
 });
+
+describe(
+  'a gateway process (as npm start runs it) while PostgreSQL goes away',
+  { skip: postgresSkip ?? false },
+  () => {
+    const applicationName = `tg_fault_proc_${process.pid}`;
+    const adminKey = 'tg-admin-backing-faults-0123456789ab';
+    let opened: OpenedBackend;
+    let proxy: TcpProxy;
+    let gateway: RunningGateway;
+    let dir: string;
+    let admin: pg.Client;
+
+    before(async () => {
+      opened = await postgres!.open();
+      proxy = await startTcpProxy(Number(new URL(POSTGRES_URL).port || 5432));
+      const url = new URL(POSTGRES_URL);
+      url.host = `127.0.0.1:${proxy.port}`;
+      url.searchParams.set('options', `-c search_path=${opened.schema!}`);
+      url.searchParams.set('application_name', applicationName);
+      dir = mkdtempSync(join(tmpdir(), 'tollgate-backing-'));
+      writeFileSync(join(dir, 'tollgate.yaml'), 'simulator:\n  chunk_interval_ms: 5\n');
+      gateway = await startGatewayProcess({
+        DATABASE_URL: url.toString(),
+        TOLLGATE_ADMIN_KEY: adminKey,
+        TOLLGATE_CONFIG: join(dir, 'tollgate.yaml'),
+        LOG_LEVEL: 'info',
+      });
+      admin = new pg.Client({ connectionString: POSTGRES_URL });
+      await admin.connect();
+    });
+    after(async () => {
+      gateway?.child.kill('SIGKILL');
+      if (gateway) await gateway.exited;
+      await proxy?.close();
+      await admin?.end();
+      await opened?.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    const call = async (path: string, key: string, body: unknown): Promise<any> =>
+      (
+        await fetch(`${gateway.url}${path}`, {
+          method: path.endsWith('/plan') ? 'PUT' : 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      ).json();
+
+    const ask = async (key: string, stream: boolean): Promise<Answer> => {
+      const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'model-b',
+          max_tokens: 8,
+          stream,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
+      });
+      const text = await response.text();
+      return {
+        status: response.status,
+        requestId: response.headers.get('x-request-id'),
+        retryAfter: response.headers.get('retry-after'),
+        code:
+          response.status === 200 ? undefined : (JSON.parse(text) as { error: { code: string } }).error.code,
+      };
+    };
+
+    it('lives through terminated connections and a cut, logs each outage once, bills each 200 once', async () => {
+      const registered = await call('/api/auth/register', '', {
+        email: 'backing@example.com',
+        password: 'correct horse battery',
+      });
+      const key: string = registered.api_key.key;
+      const accountId: string = registered.account.id;
+      await call(`/api/admin/accounts/${accountId}/plan`, adminKey, { plan: 'enterprise' });
+      await call(`/api/admin/accounts/${accountId}/credits`, adminKey, { amount_usd: 5 });
+      const answers: Promise<Answer>[] = [ask(key, false)];
+      await answers[0];
+
+      for (let round = 0; round < 4; round++) {
+        for (let i = 0; i < 5; i++) answers.push(ask(key, i % 2 === 0));
+        await sleep(15);
+        await admin.query(
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
+          [applicationName],
+        );
+      }
+      for (let i = 0; i < 4; i++) answers.push(ask(key, true));
+      await sleep(5);
+      await proxy.cut();
+      const during: Answer[] = [];
+      for (let i = 0; i < 8; i++) during.push(await ask(key, i % 2 === 0));
+      await sleep(1_000);
+      await proxy.restore();
+      let next: Answer | undefined;
+      for (let attempt = 0; attempt < 50 && next?.status !== 200; attempt++) {
+        next = await ask(key, false);
+        if (next.status !== 200) await sleep(100);
+      }
+      assert.equal(next?.status, 200, 'the instance recovers by itself');
+      const all = [...(await Promise.all(answers)), ...during, next];
+      for (const answer of during) {
+        assert.equal(answer.status, 503, 'requests during the cut answer 503');
+        assert.ok(Number(answer.retryAfter) >= 1, 'with Retry-After');
+      }
+      for (const answer of all) assert.ok([200, 503].includes(answer.status), `status ${answer.status}`);
+      assert.equal(gateway.child.exitCode, null, 'the process is alive');
+
+      // Every 200 is billed once, once the settlements that waited have committed.
+      const ok = all.filter((answer) => answer.status === 200).map((answer) => answer.requestId!);
+      let billed: string[] = [];
+      for (let attempt = 0; attempt < 50; attempt++) {
+        const records = await opened.db.all<{ request_id: string }>(
+          "SELECT request_id FROM usage_records WHERE account_id = $1 AND status = 'ok'",
+          [accountId],
+        );
+        billed = records.map((record) => record.request_id);
+        const holds = await opened.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM holds');
+        if (billed.length >= ok.length && Number(holds?.n) === 0) break;
+        await sleep(100);
+      }
+      assert.deepEqual(billed.sort(), ok.sort(), 'each 200 has exactly one usage record');
+      const holds = await opened.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM holds');
+      assert.equal(Number(holds?.n), 0, 'no hold is left');
+
+      const lines = gateway.output().split('\n');
+      const down = lines.filter((line) => line.includes('the database is unreachable')).length;
+      const up = lines.filter((line) => line.includes('the database answers again')).length;
+      assert.ok(down >= 1, 'the outage is logged');
+      assert.ok(up >= down - 1 && up <= down, 'and so is each recovery');
+      assert.ok(down <= 6, `one line per outage, not per request (${down} lines for 5 outages)`);
+      assert.ok(!lines.some((line) => line.includes('request failed')), 'no request is logged as failed');
+    });
+  },
+);

@@ -9,7 +9,7 @@ export interface PostgresOptions {
   /** A schema to create if missing and put first on the search path (tests use one each). */
   schema?: string;
   maxConnections?: number;
-  /** How long to wait for a connection before the database counts as unreachable. */
+  /** How long to wait for a connection (a new one, or a free one of the pool) before answering 503. */
   connectionTimeoutMs?: number;
   /** Shown in pg_stat_activity (tests find their own connections by it). */
   applicationName?: string;
@@ -21,7 +21,8 @@ export function createPostgresDb(options: PostgresOptions): Db {
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
     // Without a limit, a request waits for an unreachable server as long as the operating system lets it.
-    connectionTimeoutMillis: options.connectionTimeoutMs ?? 2_000,
+    // The limit also bounds the wait for a free client under load, so it is generous: past it, 503.
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
     application_name: options.applicationName ?? 'tollgate',
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });

@@ -131,7 +131,10 @@ function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown
       length += chunk.length;
     }
     if (length > limitBytes) return Promise.reject(tooLarge());
-    return parseJsonBody(chunks, length);
+    if (length < LARGE_BODY_BYTES) return parseJsonBody(chunks, length);
+    return new Promise((resolve, reject) =>
+      parseInTurn(() => void parseJsonBody(chunks, length).then(resolve, reject)),
+    );
   }
   // Past the limit, what still arrives is read and dropped: the connection stays usable after the 413.
   return new Promise((resolve, reject) => {

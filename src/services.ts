@@ -138,6 +138,14 @@ export function createServices(options: ServicesOptions): Services {
         metrics.upstreamErrors.inc({ deployment, provider, kind }),
     },
   });
+  store.db.onAvailability = (available, error) => {
+    if (available) logger.info('the database answers again: requests are served, waiting settlements commit');
+    else
+      logger.error(
+        { err: error },
+        'the database is unreachable: requests that need it answer 503 until it returns',
+      );
+  };
   const holds = createHoldBook(store);
   const settlements = new SettlementQueue(store.ledger, logger, {
     spoolPath: options.spoolPath ?? defaultSpoolPath(config.databaseUrl),

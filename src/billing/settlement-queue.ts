@@ -1,6 +1,7 @@
 import { appendFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { LedgerRepo } from '../store/ledger-repo.ts';
+import { StoreUnavailableError } from '../store/db.ts';
 import type { Settlement } from '../store/records.ts';
 
 const MAX_BATCH = 256;
@@ -15,6 +16,8 @@ export interface SettlementQueueOptions {
   holdRows?: boolean;
   /** The gathering window; 0 commits on the next event-loop turn. */
   windowMs?: number;
+  /** The wait before a failed batch is tried again. */
+  retryMs?: number;
 }
 
 /**
@@ -35,6 +38,9 @@ export class SettlementQueue {
   readonly #spoolPath: string | undefined;
   readonly #holdRows: boolean;
   readonly #windowMs: number;
+  readonly #retryMs: number;
+  /** Since when batches fail (their settlements wait in memory and are retried), or undefined. */
+  #failingSince: number | undefined;
   /** Called after each committed batch (the hold book releases the batch's holds). */
   onSettled: ((batch: readonly Settlement[]) => void) | undefined;
 
@@ -44,6 +50,7 @@ export class SettlementQueue {
     this.#spoolPath = options.spoolPath;
     this.#holdRows = options.holdRows ?? true;
     this.#windowMs = options.windowMs ?? SETTLEMENT_WINDOW_MS;
+    this.#retryMs = options.retryMs ?? RETRY_MS;
   }
 
   get pending(): number {
@@ -87,6 +94,7 @@ export class SettlementQueue {
   async close(): Promise<void> {
     this.#clearRetry();
     await this.flush();
+    this.#clearRetry(); // a batch that failed just now would be retried after the store has closed
     if (this.#pending.length > 0 && this.#spoolPath) {
       appendFileSync(this.#spoolPath, this.#pending.map((s) => JSON.stringify(s)).join('\n') + '\n');
       this.#logger.error(
@@ -112,12 +120,23 @@ export class SettlementQueue {
         try {
           await this.#ledger.settle(batch, { holdRows: this.#holdRows });
         } catch (error) {
-          this.#logger.error({ err: error, count: batch.length }, 'settlement batch failed; retrying');
+          // One line per failing streak, not per retry: an unreachable database is already logged by the
+          // store, anything else here. The settlements wait, in memory and at shutdown in the spool.
+          if (this.#failingSince === undefined && !(error instanceof StoreUnavailableError))
+            this.#logger.error({ err: error, count: batch.length }, 'settlement batch failed; retrying');
+          this.#failingSince ??= Date.now();
           this.#retryTimer = setTimeout(() => {
             this.#retryTimer = undefined;
             void this.#commitNow();
-          }, RETRY_MS);
+          }, this.#retryMs);
           return;
+        }
+        if (this.#failingSince !== undefined) {
+          this.#logger.info(
+            { waitedMs: Date.now() - this.#failingSince, pending: this.#pending.length },
+            'settlements commit again',
+          );
+          this.#failingSince = undefined;
         }
         this.#pending.splice(0, batch.length);
         this.onSettled?.(batch);

@@ -13,7 +13,7 @@ import { type Balance, utcDay } from '../store/ledger-repo.ts';
 import type { AccountRecord, ApiKeyRecord, UsageStatus } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
-import { countPromptTokens, countTextTokens } from './count-tokens.ts';
+import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
 import { rateLimitHeaders } from './rate-limit-headers.ts';
 import type { StreamSink } from './stream-sink.ts';
@@ -85,15 +85,10 @@ export class ChatGateway {
   async admit(ctx: CallerContext, body: unknown): Promise<Admitted> {
     const { config, limiter, store, clock } = this.#o;
     const { request, model } = parseChatRequest(body, config.models, config.maxMessages);
-    const promptTokens = countPromptTokens(request.messages, request.tools);
-    if (promptTokens + (request.maxTokens ?? 0) > model.contextWindow) {
-      throw new GatewayError(
-        'invalid_request',
-        `messages: the prompt (about ${promptTokens} tokens) plus max_tokens (${request.maxTokens ?? 0}) exceeds ${model.id}'s context window of ${model.contextWindow} tokens`,
-      );
-    }
     const now = clock();
     const { account, key } = ctx;
+    // Cheap refusals before the one expensive step, counting the prompt (the key and account were checked
+    // before the body was read; the rate limit needs the count).
     if (
       (account.planExpiresAt !== null && account.planExpiresAt <= now) ||
       (!account.emailVerified &&
@@ -105,6 +100,16 @@ export class ChatGateway {
           'payment_required',
           standingMessage(this.#o.billingStanding(account, ZERO_BALANCE, now)),
         ),
+      );
+    }
+    // Counting stops past the context window: a prompt that cannot fit costs no more than one that just does.
+    const room = model.contextWindow - (request.maxTokens ?? 0);
+    const counted = countPromptTokensYielding(request.messages, request.tools, room);
+    const promptTokens = typeof counted === 'number' ? counted : await counted;
+    if (promptTokens > room) {
+      throw new GatewayError(
+        'invalid_request',
+        `messages: the prompt (at least ${promptTokens} tokens) plus max_tokens (${request.maxTokens ?? 0}) exceeds ${model.id}'s context window of ${model.contextWindow} tokens`,
       );
     }
     const reservedTokens = promptTokens + (request.maxTokens ?? 0);
@@ -132,9 +137,18 @@ export class ChatGateway {
       );
     }
     const holdMicros = costMicros(model, promptTokens, request.maxTokens ?? model.defaultMaxTokens);
-    const held =
-      holdMicros === 0 ||
-      (await this.#o.holds.hold(ctx.requestId, account.id, holdMicros, now, now + HOLD_TTL_MS));
+    let held: boolean;
+    try {
+      held =
+        holdMicros === 0 ||
+        (await this.#o.holds.hold(ctx.requestId, account.id, holdMicros, now, now + HOLD_TTL_MS));
+    } catch (error) {
+      // The database failed mid-hold (it went away): the hold may have been taken though the answer was lost.
+      // A settlement of nothing releases it and the rate-limit reservation, whenever the database is back.
+      const admitted = { ctx, request, model, promptTokens, reservedTokens, headers };
+      this.#finish(admitted, this.#failed(admitted, false));
+      throw error;
+    }
     if (!held) {
       await limiter.release(key.id, ctx.requestId, reservedTokens, now);
       const standing = this.#o.billingStanding(account, await store.ledger.balance(account.id, now), now);

@@ -6,26 +6,115 @@ const TOKENS_PER_MESSAGE = 3;
 const TOKENS_PER_NAME = 1;
 const REPLY_PRIMING = 3;
 
-/** Tokens of a text (o200k_base, the tokenizer of current OpenAI models). */
-export function countTextTokens(text: string): number {
-  return text.length === 0 ? 0 : countTokens(text);
+/**
+ * The longest text handed to the tokenizer at once. Its cost grows with the square of a word's length (a 200 KB
+ * run of letters took 11 s), so longer texts are counted piece by piece: cut before a space where there is
+ * one, else hard. A cut only ever prevents a merge, so the pieces' sum is at least the whole's count.
+ */
+const PIECE_CHARS = 1_000;
+/** Counting work done before the event loop gets a turn, in milliseconds. */
+const SLICE_MS = 4;
+
+/** Where the piece starting at `start` ends: before the last space of its window, or at the window's end. */
+function pieceEnd(text: string, start: number): number {
+  let end = start + PIECE_CHARS;
+  if (end >= text.length) return text.length;
+  for (let at = end; at > start + PIECE_CHARS / 4; at--) if (text.charCodeAt(at) === 32) return at;
+  // No space: a hard cut, never between the two halves of a surrogate pair.
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end--;
+  return end;
 }
 
-/** Estimated prompt tokens of a chat request: messages, their framing, and tool definitions. */
+/** Tokens of a text (o200k_base, the tokenizer of current OpenAI models), linear in its length. */
+export function countTextTokens(text: string): number {
+  if (text.length <= PIECE_CHARS) return text.length === 0 ? 0 : countTokens(text);
+  let total = 0;
+  for (let start = 0; start < text.length;) {
+    const end = pieceEnd(text, start);
+    total += countTokens(text.slice(start, end));
+    start = end;
+  }
+  return total;
+}
+
+/** Counts a text piece by piece, yielding after each piece; stops once the count passes `limit`. */
+function* textSteps(text: string, limit: number): Generator<undefined, number> {
+  if (text.length <= PIECE_CHARS) return text.length === 0 ? 0 : countTokens(text);
+  let total = 0;
+  for (let start = 0; start < text.length && total <= limit;) {
+    const end = pieceEnd(text, start);
+    total += countTokens(text.slice(start, end));
+    start = end;
+    yield;
+  }
+  return total;
+}
+
+function* promptSteps(
+  messages: readonly ChatMessage[],
+  tools: readonly ToolDefinition[] | undefined,
+  limit: number,
+): Generator<undefined, number> {
+  let total = REPLY_PRIMING;
+  for (const message of messages) {
+    total += TOKENS_PER_MESSAGE + countTextTokens(message.role);
+    if (message.content) total += yield* textSteps(message.content, limit - total);
+    if (message.name) total += TOKENS_PER_NAME + (yield* textSteps(message.name, limit - total));
+    if (message.tool_calls) {
+      for (const call of message.tool_calls) {
+        total += (yield* textSteps(call.function.name, limit - total)) + 3;
+        total += yield* textSteps(call.function.arguments, limit - total);
+      }
+    }
+    if (total > limit) return total;
+    yield;
+  }
+  if (tools && tools.length > 0) total += yield* textSteps(JSON.stringify(tools), limit - total);
+  return total;
+}
+
+/** Estimated prompt tokens of a chat request (messages, their framing, tool definitions), in one go. */
 export function countPromptTokens(
   messages: readonly ChatMessage[],
   tools?: readonly ToolDefinition[],
 ): number {
-  let total = REPLY_PRIMING;
-  for (const message of messages) {
-    total += TOKENS_PER_MESSAGE + countTextTokens(message.role);
-    if (message.content) total += countTextTokens(message.content);
-    if (message.name) total += TOKENS_PER_NAME + countTextTokens(message.name);
-    if (message.tool_calls) {
-      for (const call of message.tool_calls)
-        total += countTextTokens(call.function.name) + countTextTokens(call.function.arguments) + 3;
-    }
+  const steps = promptSteps(messages, tools, Infinity);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
   }
-  if (tools && tools.length > 0) total += countTextTokens(JSON.stringify(tools));
-  return total;
+}
+
+/**
+ * The same count for the request path: it stops once the count passes `limit` (the answer is then more
+ * than `limit`, not the exact count). A normal prompt is counted at once and the number returned; a long
+ * one gives the event loop a turn every few milliseconds, and the count comes as a promise.
+ */
+export function countPromptTokensYielding(
+  messages: readonly ChatMessage[],
+  tools: readonly ToolDefinition[] | undefined,
+  limit: number,
+): number | Promise<number> {
+  const steps = promptSteps(messages, tools, limit);
+  const total = advance(steps);
+  return total === undefined ? finishLater(steps) : total;
+}
+
+/** Runs steps for one slice of time: the result, or undefined when the slice ran out first. */
+function advance(steps: Generator<undefined, number>): number | undefined {
+  const until = performance.now() + SLICE_MS;
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (performance.now() >= until) return undefined;
+  }
+}
+
+async function finishLater(steps: Generator<undefined, number>): Promise<number> {
+  for (;;) {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const total = advance(steps);
+    if (total !== undefined) return total;
+  }
 }

@@ -4,6 +4,13 @@ import type { ChatMessage, ChatRequest, Role, ToolCall, ToolChoice, ToolDefiniti
 
 const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'developer', 'user', 'assistant', 'tool']);
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** At most this many tools per request, as OpenAI's API documents ("a max of 128 functions"). */
+export const MAX_TOOLS = 128;
+/**
+ * How deep JSON may nest anywhere in a request. The body is serialized again on its way upstream, and
+ * JSON.stringify recurses: a few thousand levels overflow the stack. Real tool schemas nest a dozen levels.
+ */
+export const MAX_JSON_DEPTH = 64;
 /** The spec's default temperature, sent upstream when the request sets none (upstreams' own defaults differ). */
 export const DEFAULT_TEMPERATURE = 0.7;
 
@@ -56,6 +63,10 @@ export function parseChatRequest(
   if (!Array.isArray(rawMessages) || rawMessages.length === 0)
     throw invalid('messages must be a non-empty array');
   if (rawMessages.length > maxMessages) throw invalid(`messages may hold at most ${maxMessages} items`);
+  const rawTools = body['tools'];
+  if (Array.isArray(rawTools) && rawTools.length > MAX_TOOLS)
+    throw invalid(`tools may hold at most ${MAX_TOOLS} items`);
+  checkDepth(body);
   const messages = rawMessages.map((raw: unknown, index) => parseMessage(raw, index));
 
   const temperature = numberIn(body, 'temperature', 0, 2) ?? DEFAULT_TEMPERATURE;
@@ -98,6 +109,23 @@ export function parseChatRequest(
       body,
     },
   };
+}
+
+/** Refuses JSON nested deeper than MAX_JSON_DEPTH; walks objects and arrays only, never into strings. */
+function checkDepth(body: Record<string, unknown>): void {
+  const values: unknown[] = [body];
+  const depths: number[] = [1];
+  for (let value = values.pop(); value !== undefined; value = values.pop()) {
+    const depth = depths.pop()! + 1;
+    const children: unknown[] = Array.isArray(value) ? value : Object.values(value as object);
+    for (const child of children) {
+      if (typeof child !== 'object' || child === null) continue;
+      if (depth > MAX_JSON_DEPTH)
+        throw invalid(`the request's JSON nests deeper than ${MAX_JSON_DEPTH} levels, the limit`);
+      values.push(child);
+      depths.push(depth);
+    }
+  }
 }
 
 function parseMaxTokens(body: Record<string, unknown>, model: ModelConfig): number | undefined {

@@ -3,7 +3,7 @@ import type { Services } from '../services.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { bearerToken } from './auth-hook.ts';
 import { createClientAddress } from './client-address.ts';
-import { errorHeaders, toGatewayError } from './error-handler.ts';
+import { errorHeaders, isLogged, toGatewayError } from './error-handler.ts';
 import { asUser } from './routes/principal.ts';
 import { createSseSink } from './sse-sink.ts';
 
@@ -71,7 +71,7 @@ async function serveChat(
     sendJson(res, 200, { ...headers, 'x-request-id': requestId }, completion);
   } catch (error) {
     const failure = toGatewayError(error);
-    if (failure.status >= 500) services.logger.error({ err: error, reqId: requestId }, 'request failed');
+    if (isLogged(failure)) services.logger.error({ err: error, reqId: requestId }, 'request failed');
     if (res.headersSent || res.destroyed) {
       // A stream already open ends its own way (the gateway writes the error event); anything else is cut.
       if (!res.writableEnded) res.destroy();
@@ -131,7 +131,10 @@ function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown
       length += chunk.length;
     }
     if (length > limitBytes) return Promise.reject(tooLarge());
-    return parseJsonBody(chunks, length);
+    if (length < LARGE_BODY_BYTES) return parseJsonBody(chunks, length);
+    return new Promise((resolve, reject) =>
+      parseInTurn(() => void parseJsonBody(chunks, length).then(resolve, reject)),
+    );
   }
   // Past the limit, what still arrives is read and dropped: the connection stays usable after the 413.
   return new Promise((resolve, reject) => {
@@ -146,9 +149,29 @@ function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown
     });
     req.on('error', reject);
     req.on('end', () => {
-      if (length <= limitBytes) parseJsonBody(chunks, length).then(resolve, reject);
+      if (length > limitBytes) return;
+      if (length < LARGE_BODY_BYTES) parseJsonBody(chunks, length).then(resolve, reject);
+      else parseInTurn(() => void parseJsonBody(chunks, length).then(resolve, reject));
     });
   });
+}
+
+/** Bodies from this size on are parsed one per event-loop turn (a 4 MiB body takes tens of milliseconds). */
+const LARGE_BODY_BYTES = 256 * 1024;
+const largeParses: (() => void)[] = [];
+
+/**
+ * Runs `parse` in an event-loop turn of its own, after the large parses queued before it: several large
+ * bodies that end in the same turn would otherwise be parsed back to back, and the loop would wait for all.
+ */
+function parseInTurn(parse: () => void): void {
+  largeParses.push(parse);
+  if (largeParses.length === 1) setImmediate(nextLargeParse);
+}
+
+function nextLargeParse(): void {
+  largeParses.shift()?.();
+  if (largeParses.length > 0) setImmediate(nextLargeParse);
 }
 
 /** The body's bytes as JSON; a 400 naming the syntax error if they are not. */

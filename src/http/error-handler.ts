@@ -1,9 +1,19 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { GatewayError } from '../shared/gateway-error.ts';
+import { StoreUnavailableError } from '../store/db.ts';
+
+/** How long a client is told to wait while the database is unreachable. */
+const STORE_RETRY_AFTER_MS = 2_000;
 
 /** Maps anything thrown into the spec's error object; the only place that does. */
 export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
+  if (error instanceof StoreUnavailableError)
+    return new GatewayError(
+      'service_unavailable',
+      'the service is temporarily unavailable (its database cannot be reached); retry after the Retry-After delay',
+      { cause: error, retryAfterMs: STORE_RETRY_AFTER_MS },
+    );
   const fastifyError = error as Partial<FastifyError>;
   if (fastifyError.validation) {
     const where = fastifyError.validationContext ?? 'body';
@@ -29,6 +39,14 @@ export function toGatewayError(error: unknown): GatewayError {
   return new GatewayError('internal_error', 'internal error', { cause: error });
 }
 
+/**
+ * Whether a failed request deserves its own log line: server errors do, except 503s, whose cause (an
+ * unreachable database or Redis, a shutdown) is logged once when it starts and once when it ends.
+ */
+export function isLogged(error: GatewayError): boolean {
+  return error.status >= 500 && error.code !== 'service_unavailable';
+}
+
 /** The headers of an error response: the error's own, with Retry-After and Retry-After-Ms where it has a delay. */
 export function errorHeaders(error: GatewayError): Record<string, string> {
   if (error.retryAfterMs === undefined) return error.headers;
@@ -52,7 +70,7 @@ export function sendError(reply: FastifyReply, error: GatewayError): FastifyRepl
 export function installErrorHandling(app: FastifyInstance, routes: RouteTable): void {
   app.setErrorHandler((error, request, reply) => {
     const gatewayError = toGatewayError(error);
-    if (gatewayError.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (isLogged(gatewayError)) request.log.error({ err: error }, 'request failed');
     return sendError(reply, gatewayError);
   });
   app.setNotFoundHandler((request, reply) => {

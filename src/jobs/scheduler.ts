@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../shared/ids.ts';
 import type { Store } from '../store/store.ts';
+import { StoreUnavailableError } from '../store/db.ts';
 
 export interface Job {
   name: string;
@@ -58,7 +59,9 @@ export class Scheduler {
       await job.run();
       return true;
     } catch (error) {
-      this.#logger.error({ err: error, job: job.name }, 'background job failed');
+      // An unreachable database is logged once per outage by the store; the job runs again next time.
+      if (!(error instanceof StoreUnavailableError))
+        this.#logger.error({ err: error, job: job.name }, 'background job failed');
       return false;
     }
   }

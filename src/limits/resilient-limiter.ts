@@ -29,7 +29,8 @@ export class ResilientLimiter implements Limiter {
         const admission = await this.#redis.admit(request);
         if (this.#degraded) {
           this.#degraded = false;
-          this.#logger.info('Redis is back: limits are shared again');
+          // The connection's loss and return are logged once each where it is made (connect-redis).
+          this.#logger.debug('Redis is back: limits are shared again');
         }
         return admission;
       } catch (error) {
@@ -82,7 +83,7 @@ export class ResilientLimiter implements Limiter {
   #fallingBack(error: unknown): void {
     if (this.#degraded) return;
     this.#degraded = true;
-    this.#logger.error(
+    this.#logger.debug(
       { err: error, policy: this.#policy },
       'Redis unreachable: limits fall back to the configured policy',
     );

@@ -25,11 +25,15 @@ export function connectRedis(
   logger: Logger,
   keyPrefix = 'tg',
 ): RedisBackends {
-  let lastWarning = 0;
-  const warn = (error: Error): void => {
-    if (Date.now() - lastWarning < 10_000) return;
-    lastWarning = Date.now();
-    logger.warn({ err: error }, 'Redis connection problem');
+  // One line when Redis goes away (the clients report every failed reconnection) and one when it is back.
+  let down = false;
+  const lost = (error: Error): void => {
+    if (down) return;
+    down = true;
+    logger.error(
+      { err: error, policy },
+      'Redis is unreachable: limits follow the failure policy and invalidations wait until it returns',
+    );
   };
   const retryStrategy = (times: number): number => Math.min(100 * times, 2_000);
   const client = new Redis(url, {
@@ -39,8 +43,13 @@ export function connectRedis(
     retryStrategy,
   });
   const subscriber = new Redis(url, { maxRetriesPerRequest: null, retryStrategy });
-  client.on('error', warn);
-  subscriber.on('error', warn);
+  client.on('error', lost);
+  subscriber.on('error', lost);
+  client.on('ready', () => {
+    if (!down) return;
+    down = false;
+    logger.info('Redis answers again: limits are shared again');
+  });
   const bus = createRedisBus(client, subscriber, logger, `${keyPrefix}:invalidate`);
   const closeBus = bus.close.bind(bus);
   bus.close = async () => {

@@ -30,7 +30,25 @@ export interface Db {
   readonly forUpdate: string;
   /** `FOR UPDATE SKIP LOCKED` for queue claims where the engine has it; empty where writers are serialized. */
   readonly skipLocked: string;
+  /**
+   * Told when the database stops answering (with the error) and when it answers again: once per change,
+   * never per query. Engines that run in-process never call it.
+   */
+  onAvailability?: ((available: boolean, error?: unknown) => void) | undefined;
   /** Checks the connection; resolves to the round trip in milliseconds. */
   ping(): Promise<number>;
   close(): Promise<void>;
+}
+
+/**
+ * The database cannot be reached (connection refused, lost or terminated, server shutting down): the
+ * operation may succeed later. Requests answer 503 with Retry-After; queued work waits and is retried.
+ */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+  constructor(cause: unknown) {
+    super(`the database is unreachable: ${(cause as Error | undefined)?.message ?? String(cause)}`, {
+      cause,
+    });
+  }
 }

@@ -7,6 +7,7 @@ import type { Store } from '../store/store.ts';
 import { DEFAULT_RETRY_DELAYS_MS, nextAttemptAt } from './retry-schedule.ts';
 import { signPayload } from './sign-payload.ts';
 import { createGuardedLookup, isAllowedPort } from './url-guard.ts';
+import { StoreUnavailableError } from '../store/db.ts';
 
 export interface DispatcherOptions {
   store: Store;
@@ -98,7 +99,9 @@ export class WebhookDispatcher {
         await Promise.all(events.map((event) => this.#deliver(event)));
       }
     } catch (error) {
-      this.#o.logger.error({ err: error }, 'webhook dispatch round failed');
+      // An unreachable database is logged once per outage by the store; the next round tries again.
+      if (!(error instanceof StoreUnavailableError))
+        this.#o.logger.error({ err: error }, 'webhook dispatch round failed');
     }
   }
 

@@ -289,11 +289,12 @@ export class ChatGateway {
       for (const call of delta?.tool_calls ?? [])
         state.generated += (call.function?.name ?? '') + (call.function?.arguments ?? '');
     }
-    if (chunk.choices.length === 0) {
-      if (!request.includeUsage) return;
+    if (!request.includeUsage) {
+      if (chunk.choices.length === 0) return;
+      if ('usage' in chunk) delete chunk.usage;
+    } else if (state.usage === chunk.usage && state.usage !== undefined) {
+      // The upstream's usage goes out as it sent it (on its own chunk or on the last content chunk), once.
       state.forwardedUsage = true;
-    } else if (!request.includeUsage && 'usage' in chunk) {
-      delete chunk.usage;
     }
     if (!sink.write(`data: ${JSON.stringify(chunk)}\n\n`)) await sink.drain();
   }

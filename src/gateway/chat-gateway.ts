@@ -296,7 +296,8 @@ export class ChatGateway {
       // The upstream's usage goes out as it sent it (on its own chunk or on the last content chunk), once.
       state.forwardedUsage = true;
     }
-    if (!sink.write(`data: ${JSON.stringify(chunk)}\n\n`)) await sink.drain();
+    if (!sink.write(`data: ${JSON.stringify(chunk)}\n\n`))
+      await sink.drain(this.#o.config.timeouts.idleStreamMs);
   }
 
   /** A request that got no answer: nothing generated; a client that left after it went upstream pays its prompt. */

@@ -17,7 +17,10 @@ export type Behaviour =
    * its own piece; `{ wait }` pauses, RESET destroys the connection, HANG stops without ending.
    */
   | { kind: 'raw'; status?: number; headers?: Record<string, string>; steps: RawStep[] }
-  /** Streams content chunks as fast as the reader takes them (respecting backpressure), up to `maxBytes`. */
+  /**
+   * Streams content chunks, each with the running usage (vLLM's `continuous_usage_stats`), as fast as the
+   * reader takes them (respecting backpressure), up to `maxBytes`.
+   */
   | { kind: 'flood'; maxBytes: number };
 
 export type RawStep = string | Buffer | { wait: number } | { reset: true } | { hang: true };
@@ -178,13 +181,23 @@ async function flood(
   state: { flooded: number },
 ): Promise<void> {
   response.writeHead(200, SSE_HEADERS);
-  const piece = openaiChunk({ content: 'x'.repeat(4000) }, { model: body.model });
+  // Usage on every chunk, as vLLM sends with `continuous_usage_stats`: the gateway bills from it and need
+  // not count the tokens of megabytes of text.
+  const piece = openaiChunk(
+    { content: 'lorem ipsum '.repeat(340) },
+    { model: body.model, usage: { prompt_tokens: 9, completion_tokens: 1000, total_tokens: 1009 } },
+  );
   while (state.flooded < maxBytes && !response.destroyed) {
     state.flooded += piece.length;
     if (!response.write(piece)) {
-      await new Promise((resolve) => {
-        response.once('drain', resolve);
-        response.once('close', resolve);
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          response.off('drain', done);
+          response.off('close', done);
+          resolve();
+        };
+        response.on('drain', done);
+        response.on('close', done);
       });
     }
   }

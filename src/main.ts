@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig } from './config/load-config.ts';
+import { installFaultPolicy } from './observability/process-faults.ts';
 import { createServices } from './services.ts';
 import { connectRedis } from './shared/connect-redis.ts';
 import { migrate } from './store/migrate.ts';
@@ -54,7 +55,7 @@ async function main(): Promise<void> {
   );
 
   let stopping = false;
-  const stop = (signal: string): void => {
+  const stop = (signal: string, exitCode = 0): void => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'draining in-flight requests');
@@ -64,12 +65,13 @@ async function main(): Promise<void> {
       .close()
       .then(() => services.close())
       .then(() => store.close())
-      .then(() => process.exit(0))
+      .then(() => process.exit(exitCode))
       .catch((error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
         process.exit(1);
       });
   };
+  installFaultPolicy({ logger, metrics: services.metrics, stop });
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }

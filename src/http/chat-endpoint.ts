@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { requestScope } from '../observability/process-faults.ts';
 import type { Services } from '../services.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { bearerToken } from './auth-hook.ts';
@@ -26,7 +27,8 @@ export function createChatEndpoint(
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   return (req, res) => {
     if (req.method !== 'POST' || !isChatPath(req.url)) return false;
-    void serveChat(options, req, res, performance.now());
+    const requestId = options.nextRequestId();
+    void requestScope.run(requestId, serveChat, options, req, res, performance.now(), requestId);
     return true;
   };
 }
@@ -39,9 +41,9 @@ async function serveChat(
   req: IncomingMessage,
   res: ServerResponse,
   arrivedAt: number,
+  requestId: string,
 ): Promise<void> {
   const { services } = options;
-  const requestId = options.nextRequestId();
   try {
     if (options.closing()) {
       res.setHeader('connection', 'close');

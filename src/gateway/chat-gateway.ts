@@ -243,10 +243,10 @@ export class ChatGateway {
         sink.write(`data: ${JSON.stringify(failure.toBody())}\n\n`);
       }
     }
-    if (sink.closed) {
-      status = 'cancelled';
-      void rest.return?.().catch(() => {});
-    }
+    if (sink.closed) status = 'cancelled';
+    // A stream left before its end lets go of its upstream call (a no-op for one that already failed): a body
+    // nobody reads is paused, and a paused body's idle timer does not run.
+    if (status !== 'ok') void rest.return?.().catch(() => {});
     const estimated = !isUsage(relay.usage);
     const prompt = isUsage(relay.usage) ? relay.usage.prompt_tokens : promptTokens;
     const generated = isUsage(relay.usage) ? relay.usage.completion_tokens : countTextTokens(relay.generated);

@@ -139,6 +139,21 @@ describe('fault catalog: OpenAI-type upstream', () => {
     await assertNextSucceeds(c, 'model-b');
   });
 
+  it('an endless error page is read no further than its start: 502 at once', async () => {
+    const endless: Behaviour = {
+      kind: 'raw',
+      status: 503,
+      headers: { 'content-type': 'text/html' },
+      steps: ['<html>' + 'x'.repeat(64 * 1024), '<p>still going</p>', HANG],
+    };
+    c.openai.script(endless, endless);
+    const started = Date.now();
+    const answer = await chat(c, { model: 'model-b', stream: true });
+    assertProviderError(answer);
+    assert.ok(Date.now() - started < IDLE_MS, `took ${Date.now() - started} ms`);
+    await assertNextSucceeds(c, 'model-b');
+  });
+
   it('a JSON answer to a stream request: retried, then 502', () =>
     failsBeforeFirstByte({
       kind: 'raw',

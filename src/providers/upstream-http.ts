@@ -153,15 +153,24 @@ export function toProviderError(error: unknown, signal?: AbortSignal): ProviderE
   });
 }
 
-/** Reads an error answer off a response and turns it into a ProviderError carrying the upstream's own message. */
+/**
+ * Reads an error answer off a response (its first 16 KiB: an error page can be any size) and turns it into a
+ * ProviderError carrying the upstream's own message.
+ */
 export async function errorFromResponse(response: UpstreamResponse): Promise<ProviderError> {
-  let text = '';
+  const chunks: Buffer[] = [];
+  let length = 0;
   try {
-    text = (await response.body.text()).slice(0, 4096);
+    // Leaving the loop early destroys the body, which closes the connection: an error answer is rare.
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      length += chunk.length;
+      if (length >= 16 * 1024) break;
+    }
   } catch {
-    text = '';
+    // What arrived is all there is.
   }
-  return errorFromAnswer(response.status, response.headers, text);
+  return errorFromAnswer(response.status, response.headers, Buffer.concat(chunks).toString().slice(0, 4096));
 }
 
 /** An error answer (status, headers, body text) as a ProviderError: the upstream's message, its retry delay. */

@@ -2,6 +2,7 @@ import { createApp } from './app.ts';
 import { ConfigError, loadConfig } from './config/load-config.ts';
 import { createLogger } from './observability/create-logger.ts';
 import { createMetricsServer, listenMetrics } from './observability/metrics-server.ts';
+import { installFaultPolicy } from './observability/process-faults.ts';
 import { createServices } from './services.ts';
 import { createSecretBox } from './shared/secret-box.ts';
 import { connectRedis } from './shared/connect-redis.ts';
@@ -67,7 +68,7 @@ async function main(): Promise<void> {
   );
 
   let stopping = false;
-  const stop = (signal: string): void => {
+  const stop = (signal: string, exitCode = 0): void => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'draining in-flight requests');
@@ -78,12 +79,13 @@ async function main(): Promise<void> {
       .close()
       .then(() => services.close())
       .then(() => store.close())
-      .then(() => process.exit(0))
+      .then(() => process.exit(exitCode))
       .catch((error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
         process.exit(1);
       });
   };
+  installFaultPolicy({ logger, metrics: services.metrics, stop });
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }

@@ -262,10 +262,10 @@ export class ChatGateway {
         sink.write(`data: ${JSON.stringify(failure.toBody())}\n\n`);
       }
     }
-    if (sink.closed) {
-      status = 'cancelled';
-      void rest.return?.().catch(() => {});
-    }
+    if (sink.closed) status = 'cancelled';
+    // A stream left before its end lets go of its upstream call (a no-op for one that already failed): a body
+    // nobody reads is paused, and a paused body's idle timer does not run.
+    if (status !== 'ok') void rest.return?.().catch(() => {});
     const estimated = !isUsage(relay.usage);
     const prompt = isUsage(relay.usage) ? relay.usage.prompt_tokens : promptTokens;
     const generated = isUsage(relay.usage) ? relay.usage.completion_tokens : countTextTokens(relay.generated);
@@ -308,13 +308,15 @@ export class ChatGateway {
       for (const call of delta?.tool_calls ?? [])
         state.generated += (call.function?.name ?? '') + (call.function?.arguments ?? '');
     }
-    if (chunk.choices.length === 0) {
-      if (!request.includeUsage) return;
+    if (!request.includeUsage) {
+      if (chunk.choices.length === 0) return;
+      if ('usage' in chunk) delete chunk.usage;
+    } else if (state.usage === chunk.usage && state.usage !== undefined) {
+      // The upstream's usage goes out as it sent it (on its own chunk or on the last content chunk), once.
       state.forwardedUsage = true;
-    } else if (!request.includeUsage && 'usage' in chunk) {
-      delete chunk.usage;
     }
-    if (!sink.write(`data: ${JSON.stringify(chunk)}\n\n`)) await sink.drain();
+    if (!sink.write(`data: ${JSON.stringify(chunk)}\n\n`))
+      await sink.drain(this.#o.config.timeouts.idleStreamMs);
   }
 
   /** A request that got no answer: nothing generated; a client that left after it went upstream pays its prompt. */

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { requestScope } from '../observability/process-faults.ts';
 import type { Services } from '../services.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { bearerToken } from './auth-hook.ts';
@@ -28,7 +29,8 @@ export function createChatEndpoint(
   const clientIp = createClientAddress(options.services.config.trustProxy);
   return (req, res) => {
     if (req.method !== 'POST' || !isChatPath(req.url)) return false;
-    void serveChat(options, clientIp, req, res, performance.now());
+    const requestId = options.nextRequestId();
+    void requestScope.run(requestId, serveChat, options, clientIp, req, res, performance.now(), requestId);
     return true;
   };
 }
@@ -42,9 +44,9 @@ async function serveChat(
   req: IncomingMessage,
   res: ServerResponse,
   arrivedAt: number,
+  requestId: string,
 ): Promise<void> {
   const { services } = options;
-  const requestId = options.nextRequestId();
   try {
     if (options.closing()) {
       res.setHeader('connection', 'close');

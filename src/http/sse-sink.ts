@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { StreamSink } from '../gateway/stream-sink.ts';
 
@@ -9,6 +8,7 @@ import type { StreamSink } from '../gateway/stream-sink.ts';
 export function createSseSink(response: ServerResponse, baseHeaders: Record<string, string>): StreamSink {
   const listeners: (() => void)[] = [];
   let closed = false;
+  let ended = false;
   response.on('close', () => {
     if (response.writableFinished) return;
     closed = true;
@@ -16,6 +16,7 @@ export function createSseSink(response: ServerResponse, baseHeaders: Record<stri
   });
   return {
     open(headers) {
+      if (closed || response.headersSent) return;
       response.writeHead(200, {
         ...baseHeaders,
         ...headers,
@@ -26,13 +27,28 @@ export function createSseSink(response: ServerResponse, baseHeaders: Record<stri
       });
     },
     write(data) {
-      return closed ? true : response.write(data);
+      // A write after the end would be an 'error' event on the response: it is never made.
+      return closed || ended ? true : response.write(data);
     },
-    async drain() {
-      if (!closed) await Promise.race([once(response, 'drain'), once(response, 'close')]);
+    drain(timeoutMs) {
+      if (closed || ended) return Promise.resolve();
+      return new Promise((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          response.off('drain', done);
+          response.off('close', done);
+          resolve();
+        };
+        // The client took nothing for the idle time: cut it off (its 'close' ends the wait and the stream).
+        const timer = setTimeout(() => response.destroy(), timeoutMs);
+        response.on('drain', done);
+        response.on('close', done);
+      });
     },
     end() {
-      if (!closed) response.end();
+      if (closed || ended) return;
+      ended = true;
+      response.end();
     },
     get closed() {
       return closed;

@@ -50,11 +50,21 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly processFaults = new Counter({
+    name: 'tollgate_process_faults_total',
+    help: 'Errors that escaped every handler: uncaught exceptions (the process restarts) and unhandled rejections',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   /** Labelled series of finished requests, by model, provider and outcome: found once, then reused. */
   readonly #outcomes = new Map<string, OutcomeSeries>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+    // Both series exist from the start: a scrape shows 0, not nothing, while all is well.
+    this.processFaults.inc({ kind: 'uncaught_exception' }, 0);
+    this.processFaults.inc({ kind: 'unhandled_rejection' }, 0);
   }
 
   /** Counts one finished chat request: outcome, duration, time to first token (streams), tokens. */

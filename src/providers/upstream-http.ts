@@ -56,6 +56,10 @@ export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig):
     async post(path, headers, body, signal) {
       try {
         const response = await pool.request({ ...requestOf(path, headers, body), signal });
+        // The body is ours from here: its errors are handled here, where it is created. A reader sees each
+        // failure through its own iterator or text(); this listener makes sure an error nobody is reading
+        // at that moment (a release, an abort between reads, a timeout) never reaches the process.
+        response.body.on('error', ignoreBodyError);
         return { status: response.statusCode, headers: response.headers, body: response.body };
       } catch (error) {
         throw toProviderError(error, signal);
@@ -119,14 +123,17 @@ export function readEvents(response: UpstreamResponse): AsyncGenerator<SseEvent>
   return parseSse(response.body.iterator({ destroyOnReturn: false }));
 }
 
+/** The body's own failures reach its reader; what is left over once nobody reads is of no interest. */
+function ignoreBodyError(): void {}
+
 /**
- * Lets go of a stream's body. After its terminal event the rest (the chunked encoding's last chunk) is
+ * Lets go of a stream's body; safe to call more than once and after the body failed or was aborted. After its terminal event the rest (the chunked encoding's last chunk) is
  * read off so the connection goes back to the pool; destroying it there would cost a new connection on
  * the next request. A body left mid-way (client gone, failure) is destroyed, which closes the upstream call.
  */
 export function releaseBody(body: UpstreamResponse['body'], finished: boolean): void {
-  if (body.destroyed) return;
-  if (finished) void body.dump({ limit: 64 * 1024 }).catch(() => {});
+  if (body.destroyed || body.readableEnded) return;
+  if (finished) body.dump({ limit: 64 * 1024 }).catch(ignoreBodyError);
   else body.destroy();
 }
 
@@ -146,15 +153,24 @@ export function toProviderError(error: unknown, signal?: AbortSignal): ProviderE
   });
 }
 
-/** Reads an error answer off a response and turns it into a ProviderError carrying the upstream's own message. */
+/**
+ * Reads an error answer off a response (its first 16 KiB: an error page can be any size) and turns it into a
+ * ProviderError carrying the upstream's own message.
+ */
 export async function errorFromResponse(response: UpstreamResponse): Promise<ProviderError> {
-  let text = '';
+  const chunks: Buffer[] = [];
+  let length = 0;
   try {
-    text = (await response.body.text()).slice(0, 4096);
+    // Leaving the loop early destroys the body, which closes the connection: an error answer is rare.
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      length += chunk.length;
+      if (length >= 16 * 1024) break;
+    }
   } catch {
-    text = '';
+    // What arrived is all there is.
   }
-  return errorFromAnswer(response.status, response.headers, text);
+  return errorFromAnswer(response.status, response.headers, Buffer.concat(chunks).toString().slice(0, 4096));
 }
 
 /** An error answer (status, headers, body text) as a ProviderError: the upstream's message, its retry delay. */

@@ -11,7 +11,23 @@ export type Behaviour =
   /** Streams `after` content chunks, then drops the connection. */
   | { kind: 'cut'; after: number }
   /** Streams slowly: one chunk every `intervalMs`. */
-  | { kind: 'slow'; intervalMs: number; chunks: number };
+  | { kind: 'slow'; intervalMs: number; chunks: number }
+  /**
+   * Answers with exactly these bytes (built with `openaiChunk`, `anthropicEvent` …): each step is written as
+   * its own piece; `{ wait }` pauses, RESET destroys the connection, HANG stops without ending.
+   */
+  | { kind: 'raw'; status?: number; headers?: Record<string, string>; steps: RawStep[] }
+  /**
+   * Streams content chunks, each with the running usage (vLLM's `continuous_usage_stats`), as fast as the
+   * reader takes them (respecting backpressure), up to `maxBytes`.
+   */
+  | { kind: 'flood'; maxBytes: number };
+
+export type RawStep = string | Buffer | { wait: number } | { reset: true } | { hang: true };
+
+/** Raw steps: drop the connection; stop sending without ending the answer. */
+export const RESET: RawStep = { reset: true };
+export const HANG: RawStep = { hang: true };
 
 export interface Received {
   path: string;
@@ -26,6 +42,8 @@ export interface FakeUpstream {
   aborted: number;
   /** TCP connections the gateway has opened to this server so far. */
   connections: number;
+  /** Bytes a `flood` answer has written so far (the reader's backpressure bounds it). */
+  flooded: number;
   script(...behaviours: Behaviour[]): void;
   close(): Promise<void>;
 }
@@ -41,7 +59,7 @@ export async function startFakeUpstream(flavour: 'openai' | 'anthropic'): Promis
   const queue: Behaviour[] = [];
   const received: Received[] = [];
   const sockets = new Set<import('node:net').Socket>();
-  const state = { aborted: 0, connections: 0 };
+  const state = { aborted: 0, connections: 0, flooded: 0 };
   const server: Server = createServer((request, response) => {
     response.on('close', () => {
       if (!response.writableFinished) state.aborted += 1;
@@ -57,6 +75,8 @@ export async function startFakeUpstream(flavour: 'openai' | 'anthropic'): Promis
       }
       received.push({ path: request.url ?? '', headers: request.headers, body });
       const behaviour = queue.shift() ?? { kind: 'ok' };
+      if (behaviour.kind === 'raw') return void serveRaw(behaviour, response);
+      if (behaviour.kind === 'flood') return void flood(behaviour.maxBytes, body, response, state);
       if (flavour === 'openai') serveOpenAI(behaviour, body, response);
       else serveAnthropic(behaviour, body, response);
     });
@@ -77,12 +97,111 @@ export async function startFakeUpstream(flavour: 'openai' | 'anthropic'): Promis
     get connections() {
       return state.connections;
     },
+    get flooded() {
+      return state.flooded;
+    },
     script: (...behaviours) => void queue.push(...behaviours),
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** One OpenAI chat.completion.chunk event, as the API documents it (`data: {json}` and a blank line). */
+export function openaiChunk(
+  delta: object,
+  options: { finish?: string | null; usage?: object | null; choices?: unknown[]; model?: string } = {},
+): string {
+  return `data: ${JSON.stringify({
+    id: 'chatcmpl-fake123',
+    object: 'chat.completion.chunk',
+    created: 1_700_000_000,
+    model: options.model ?? 'up-model',
+    system_fingerprint: 'fp_fake',
+    choices: options.choices ?? [{ index: 0, delta, logprobs: null, finish_reason: options.finish ?? null }],
+    ...(options.usage !== undefined ? { usage: options.usage } : {}),
+  })}\n\n`;
+}
+
+/** The in-band error event OpenAI-compatible servers send on a stream that already answered 200. */
+export const openaiErrorEvent = (message: string, type = 'server_error'): string =>
+  `data: ${JSON.stringify({ error: { message, type, param: null, code: null } })}\n\n`;
+
+/** One Anthropic Messages stream event: `event: <type>` and `data: {"type": <type>, …}`. */
+export const anthropicEvent = (name: string, data: object = {}): string =>
+  `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
+
+/** Anthropic's message_start event, with the usage it documents (output_tokens starts at 1). */
+export const anthropicStart = (inputTokens = 21): string =>
+  anthropicEvent('message_start', {
+    message: {
+      id: 'msg_fake01',
+      type: 'message',
+      role: 'assistant',
+      content: [],
+      model: 'claude-test',
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: inputTokens, output_tokens: 1 },
+    },
+  });
+
+export const anthropicText = (text: string): string =>
+  anthropicEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text } });
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+};
+
+async function serveRaw(behaviour: Extract<Behaviour, { kind: 'raw' }>, response: ServerResponse) {
+  response.writeHead(behaviour.status ?? 200, behaviour.headers ?? SSE_HEADERS);
+  response.flushHeaders();
+  for (const step of behaviour.steps) {
+    if (response.destroyed) return;
+    if (typeof step === 'object' && !Buffer.isBuffer(step)) {
+      if ('hang' in step) return;
+      if ('reset' in step) return void response.socket?.destroy();
+      await new Promise((resolve) => setTimeout(resolve, step.wait));
+      continue;
+    }
+    response.write(step);
+    // Each step leaves in its own packet: a reader sees the pieces as they were cut.
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  response.end();
+}
+
+async function flood(
+  maxBytes: number,
+  body: any,
+  response: ServerResponse,
+  state: { flooded: number },
+): Promise<void> {
+  response.writeHead(200, SSE_HEADERS);
+  // Usage on every chunk, as vLLM sends with `continuous_usage_stats`: the gateway bills from it and need
+  // not count the tokens of megabytes of text.
+  const piece = openaiChunk(
+    { content: 'lorem ipsum '.repeat(340) },
+    { model: body.model, usage: { prompt_tokens: 9, completion_tokens: 1000, total_tokens: 1009 } },
+  );
+  while (state.flooded < maxBytes && !response.destroyed) {
+    state.flooded += piece.length;
+    if (!response.write(piece)) {
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          response.off('drain', done);
+          response.off('close', done);
+          resolve();
+        };
+        response.on('drain', done);
+        response.on('close', done);
+      });
+    }
+  }
+  if (!response.destroyed) response.end('data: [DONE]\n\n');
 }
 
 function fail(

@@ -63,6 +63,7 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
         created: Math.floor(Date.now() / 1000),
         usage: {} as AnthropicUsage,
         tools: new Map<number, number>(),
+        stopped: false,
       };
       const chunk = (
         delta: ChatChunk['choices'][number]['delta'],
@@ -123,10 +124,13 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
             case 'message_delta':
               // output_tokens here is the running total, not an increment.
               state.usage = { ...state.usage, ...data.usage };
+              state.stopped = true;
               yield chunk({}, mapAnthropicStopReason(data.delta?.stop_reason));
               break;
             case 'message_stop': {
               finished = true;
+              // A message_stop with no message_delta before it still ends the choice.
+              if (!state.stopped) yield chunk({}, 'stop');
               const prompt = anthropicPromptTokens(state.usage);
               const completion = state.usage.output_tokens ?? 0;
               yield {

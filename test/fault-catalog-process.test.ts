@@ -114,7 +114,9 @@ describe('fault catalog: the process survives and its fault handlers are never r
     }
     assert.match(await stream('model-b'), /data: \[DONE\]/, 'the next request succeeds');
     assert.equal(gateway.child.exitCode, null, `the gateway is running:\n${gateway.output()}`);
-    const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
+    const metrics = await (
+      await fetch(`${gateway.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } })
+    ).text();
     assert.match(metrics, /tollgate_process_faults_total\{kind="uncaught_exception"\} 0\n/);
     assert.match(metrics, /tollgate_process_faults_total\{kind="unhandled_rejection"\} 0\n/);
     assert.doesNotMatch(gateway.output(), /uncaught|unhandled/i);

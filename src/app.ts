@@ -13,6 +13,7 @@ import { authRoutes } from './http/routes/auth-routes.ts';
 import { billingRoutes } from './http/routes/billing-routes.ts';
 import { webhookRoutes } from './http/routes/webhook-routes.ts';
 import { keyRoutes } from './http/routes/key-routes.ts';
+import { ownKeyRoutes } from './http/routes/own-key-routes.ts';
 import { publicRoutes } from './http/routes/public-routes.ts';
 import { usageRoutes } from './http/routes/usage-routes.ts';
 import type { Services } from './services.ts';
@@ -80,6 +81,7 @@ export function createApp(services: Services): FastifyInstance {
   publicRoutes(app, services);
   authRoutes(app, services);
   keyRoutes(app, services);
+  ownKeyRoutes(app, services);
   accountRoutes(app, services);
   adminRoutes(app, services);
   usageRoutes(app, services);

@@ -8,10 +8,17 @@ import { GatewayError } from '../shared/gateway-error.ts';
 import { type Clock, newId } from '../shared/ids.ts';
 import type { Limiter } from '../limits/limiter.ts';
 import type { LimitOverrides } from '../store/accounts-repo.ts';
-import { type AccountRecord, type ApiKeyRecord, newAccountRecord } from '../store/records.ts';
+import {
+  type AccountRecord,
+  type ApiKeyRecord,
+  type KeyControls,
+  newAccountRecord,
+  NO_KEY_CONTROLS,
+} from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import { createSecret, hashSecret, isPlausibleSecret } from './api-key-secret.ts';
 import type { KeyCache } from './key-cache.ts';
+import { presentKeyControls, refuseExpiredKey } from './key-controls.ts';
 import { canonicalMailbox, claimTrialMailbox } from './mailbox.ts';
 import type { Mailer } from './mailer.ts';
 import { hashPassword } from './passwords.ts';
@@ -31,6 +38,21 @@ export interface IssuedKey {
   key: string;
   allowed_ips: string[] | null;
   created_at: string;
+  /** Per-key controls, as `GET /api/keys` shows them. */
+  limit_usd: number | null;
+  limit_period: string | null;
+  expires_at: string | null;
+  allowed_models: string[] | null;
+}
+
+/** A change to a key: what is given replaces what it had (null removes a rule). */
+export interface KeyChange {
+  name?: string;
+  allowedIps?: string[] | null;
+  spendLimitMicros?: number | null;
+  limitPeriod?: KeyControls['limitPeriod'];
+  expiresAt?: number | null;
+  allowedModels?: string[] | null;
 }
 
 export interface AccountsOptions {
@@ -161,6 +183,7 @@ export class AccountsService {
       entry = { ...found, expiresAt: 0 };
     }
     if (entry.key.status === 'revoked') throw new GatewayError('forbidden', 'this API key has been revoked');
+    refuseExpiredKey(entry.key, now);
     if (entry.account.status === 'suspended')
       throw new GatewayError('forbidden', 'this account is suspended');
     if (entry.key.allowedIps && !ipAllowed(entry.key.allowedIps, clientIp)) {
@@ -177,7 +200,12 @@ export class AccountsService {
    * Creates a key: at most the plan's active keys (403 past it) and TOLLGATE_KEY_CREATIONS_PER_MINUTE per
    * account (429), since limits are per key and every new key would bring a fresh allowance.
    */
-  async createKey(accountId: string, name: string, allowedIps: string[] | null): Promise<IssuedKey> {
+  async createKey(
+    accountId: string,
+    name: string,
+    allowedIps: string[] | null,
+    controls: KeyControls = NO_KEY_CONTROLS,
+  ): Promise<IssuedKey> {
     const { store, config, clock, limiter } = this.#o;
     const account = await this.account(accountId);
     const cap = config.plans.get(account.plan)?.maxActiveKeys ?? null;
@@ -212,8 +240,35 @@ export class AccountsService {
     return store.transaction(async (tx) => {
       // Checked again inside the transaction: creations racing past the first check (on SQLite, serialized).
       if (cap !== null && (await activeKeys(tx)) >= cap) throw refuseCap();
-      return this.#insertKey(tx, accountId, name, allowedIps, now);
+      return this.#insertKey(tx, accountId, name, allowedIps, now, controls);
     });
+  }
+
+  /**
+   * Changes a key's name, allow-list or controls (limit, period, expiry, allowed models); the cached key is
+   * dropped here and on every instance, so the new rules apply to the next request.
+   */
+  async updateKey(accountId: string, keyId: string, change: KeyChange): Promise<ApiKeyRecord> {
+    const key = await this.#ownKey(accountId, keyId);
+    if (key.status === 'revoked')
+      throw new GatewayError('invalid_request', 'a revoked key cannot be changed');
+    const was = key.controls ?? NO_KEY_CONTROLS;
+    const spendLimitMicros =
+      change.spendLimitMicros === undefined ? was.spendLimitMicros : change.spendLimitMicros;
+    const period = change.limitPeriod === undefined ? was.limitPeriod : change.limitPeriod;
+    if (spendLimitMicros === null && change.limitPeriod != null)
+      throw new GatewayError('invalid_request', 'body.limit_period: set limit_usd too (the key has no limit)');
+    const controls: KeyControls = {
+      spendLimitMicros,
+      limitPeriod: spendLimitMicros === null ? null : (period ?? 'never'),
+      expiresAt: change.expiresAt === undefined ? was.expiresAt : change.expiresAt,
+      allowedModels: change.allowedModels === undefined ? was.allowedModels : change.allowedModels,
+    };
+    const name = change.name ?? key.name;
+    const allowedIps = change.allowedIps === undefined ? key.allowedIps : change.allowedIps;
+    await this.#o.store.accounts.updateKey(key.id, name, allowedIps, controls);
+    await this.#invalidate({ keyId });
+    return { ...key, name, allowedIps, controls };
   }
 
   async revokeKey(accountId: string, keyId: string): Promise<ApiKeyRecord> {
@@ -236,7 +291,15 @@ export class AccountsService {
     const fresh = createSecret();
     await this.#o.store.accounts.replaceKeySecret(key.id, fresh.hash, fresh.prefix);
     await this.#invalidate({ keyId });
-    return issued(key.id, key.name, fresh.secret, fresh.prefix, key.allowedIps, key.createdAt);
+    return issued(
+      key.id,
+      key.name,
+      fresh.secret,
+      fresh.prefix,
+      key.allowedIps,
+      key.createdAt,
+      key.controls ?? NO_KEY_CONTROLS,
+    );
   }
 
   async listAccounts(
@@ -298,6 +361,7 @@ export class AccountsService {
     name: string,
     allowedIps: string[] | null,
     now: number,
+    controls: KeyControls = NO_KEY_CONTROLS,
   ): Promise<IssuedKey> {
     const fresh = createSecret();
     const id = newId('key');
@@ -311,8 +375,9 @@ export class AccountsService {
       status: 'active',
       createdAt: now,
       revokedAt: null,
+      controls,
     });
-    return issued(id, name, fresh.secret, fresh.prefix, allowedIps, now);
+    return issued(id, name, fresh.secret, fresh.prefix, allowedIps, now, controls);
   }
 }
 
@@ -323,9 +388,19 @@ function issued(
   prefix: string,
   allowedIps: string[] | null,
   createdAt: number,
+  controls: KeyControls,
 ): IssuedKey {
-  return { id, name, prefix, key, allowed_ips: allowedIps, created_at: new Date(createdAt).toISOString() };
+  return {
+    id,
+    name,
+    prefix,
+    key,
+    allowed_ips: allowedIps,
+    created_at: new Date(createdAt).toISOString(),
+    ...presentKeyControls(controls),
+  };
 }
+
 
 /** Whether an address falls inside one of the CIDR blocks (IPv4-mapped IPv6 addresses count as IPv4). */
 export function ipAllowed(cidrs: readonly string[], ip: string): boolean {

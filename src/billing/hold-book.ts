@@ -1,4 +1,6 @@
 import { BALANCE_QUERY, type BalanceRow, toBalance } from '../store/ledger-repo.ts';
+import { KEY_ROOM_QUERY, type KeyRoomRow, toKeyRoom } from '../store/key-spend.ts';
+import type { KeyBudget } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 
 /**
@@ -8,18 +10,24 @@ import type { Store } from '../store/store.ts';
 export interface HoldBook {
   /** Whether holds are rows in the store, deleted by each settlement's transaction. */
   readonly rowsInStore: boolean;
-  /** Reserves `amountMicros` if the account can afford it; false (nothing taken) if not. */
+  /**
+   * Reserves `amountMicros` if the account can afford it and, given `key`, the key's limit has room for it
+   * too (both checked in one atomic step); false (nothing taken) if not.
+   */
   hold(
     requestId: string,
     accountId: string,
     amountMicros: number,
     now: number,
     expiresAt: number,
+    key?: KeyBudget,
   ): Promise<boolean>;
   /** The settlements of these requests have committed (at `now`, clock time): their holds are gone. */
   settled(requestIds: readonly string[], now: number): void;
   /** What this book holds for the account beyond what the database shows. */
   heldMicros(accountId: string): number;
+  /** What this book holds for the key beyond the database's hold rows (per-key controls). */
+  keyHeldMicros?(keyId: string): number;
 }
 
 /** The book for the store: durable, row-locked holds on a shared database; in-process holds on SQLite. */
@@ -44,8 +52,9 @@ class DatabaseHoldBook implements HoldBook {
     amountMicros: number,
     now: number,
     expiresAt: number,
+    key?: KeyBudget,
   ): Promise<boolean> {
-    return this.#store.ledger.hold(requestId, accountId, amountMicros, now, expiresAt);
+    return this.#store.ledger.hold(requestId, accountId, amountMicros, now, expiresAt, key);
   }
   settled(): void {
     // The settlement's own transaction deleted the hold row.
@@ -70,7 +79,11 @@ const MAX_REFRESHED = 32;
 class ProcessHoldBook implements HoldBook {
   readonly rowsInStore = false;
   readonly #byAccount = new Map<string, number>();
-  readonly #byRequest = new Map<string, { accountId: string; amountMicros: number }>();
+  readonly #byRequest = new Map<string, { accountId: string; amountMicros: number; keyId?: string }>();
+  /** Per-key controls: what requests in flight hold, by key. */
+  readonly #byKey = new Map<string, number>();
+  /** Per-key controls: each limited key's spend this period as last read, valid while no write happened. */
+  readonly #keySpend = new Map<string, { writes: number; fromDay: string; spentMicros: number }>();
   /**
    * Each account's available credit as last read, valid while the database has seen no write since and
    * no grant it counts has expired: under load most requests skip the read (settlements commit every 10 ms).
@@ -84,15 +97,44 @@ class ProcessHoldBook implements HoldBook {
     this.#writes = writes;
   }
 
-  async hold(requestId: string, accountId: string, amountMicros: number, now: number): Promise<boolean> {
+  async hold(
+    requestId: string,
+    accountId: string,
+    amountMicros: number,
+    now: number,
+    _expiresAt?: number,
+    key?: KeyBudget,
+  ): Promise<boolean> {
     const credit = this.#available(accountId, now);
     if (credit === undefined) return false;
     const held = this.heldMicros(accountId);
     const available = credit - held;
     if (available < amountMicros || available <= 0) return false;
+    if (key && !this.#keyHasRoom(key, amountMicros)) return false;
     this.#byAccount.set(accountId, held + amountMicros);
-    this.#byRequest.set(requestId, { accountId, amountMicros });
+    if (key) {
+      this.#byKey.set(key.keyId, this.keyHeldMicros(key.keyId) + amountMicros);
+      this.#byRequest.set(requestId, { accountId, amountMicros, keyId: key.keyId });
+    } else this.#byRequest.set(requestId, { accountId, amountMicros });
     return true;
+  }
+
+  /** Per-key controls: limit − spend this period − this book's holds of the key ≥ the amount. */
+  #keyHasRoom(key: KeyBudget, amountMicros: number): boolean {
+    if (key.limitMicros === null) return true;
+    const writes = this.#writes();
+    let known = this.#keySpend.get(key.keyId);
+    if (!known || known.writes !== writes || known.fromDay !== key.fromDay) {
+      const { spentMicros } = toKeyRoom(this.#readNow<KeyRoomRow>(KEY_ROOM_QUERY, [key.keyId, key.fromDay]));
+      if (this.#keySpend.size >= MAX_REMEMBERED) this.#keySpend.clear();
+      known = { writes, fromDay: key.fromDay, spentMicros };
+      this.#keySpend.set(key.keyId, known);
+    }
+    return key.limitMicros - known.spentMicros - this.keyHeldMicros(key.keyId) >= amountMicros;
+  }
+
+  keyHeldMicros(keyId: string): number {
+    return this.#byKey.get(keyId) ?? 0;
   }
 
   /** The account's available credit without this book's holds; undefined for an unknown account. */
@@ -122,6 +164,11 @@ class ProcessHoldBook implements HoldBook {
       const left = (this.#byAccount.get(hold.accountId) ?? 0) - hold.amountMicros;
       if (left > 0) this.#byAccount.set(hold.accountId, left);
       else this.#byAccount.delete(hold.accountId);
+      if (hold.keyId !== undefined) {
+        const keyLeft = this.keyHeldMicros(hold.keyId) - hold.amountMicros;
+        if (keyLeft > 0) this.#byKey.set(hold.keyId, keyLeft);
+        else this.#byKey.delete(hold.keyId);
+      }
     }
     // The commit made every remembered balance stale. The accounts it charged are read again here, off the
     // request path: otherwise the next request of each pays the read, and a lone caller's every request does.

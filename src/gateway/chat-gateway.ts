@@ -1,4 +1,6 @@
 import type { Logger } from 'pino';
+import { keyBudgetOf, modelRefusal } from '../accounts/key-controls.ts';
+import { keyLimitRefusal } from '../accounts/key-status.ts';
 import { costMicros } from '../billing/pricing.ts';
 import type { HoldBook } from '../billing/hold-book.ts';
 import type { SettlementQueue } from '../billing/settlement-queue.ts';
@@ -87,6 +89,8 @@ export class ChatGateway {
     const { request, model } = parseChatRequest(body, config.models, config.maxMessages);
     const now = clock();
     const { account, key } = ctx;
+    const notAllowed = modelRefusal(key, model.id);
+    if (notAllowed) throw this.#refuse(notAllowed);
     // Cheap refusals before the one expensive step, counting the prompt (the key and account were checked
     // before the body was read; the rate limit needs the count).
     if (
@@ -141,7 +145,14 @@ export class ChatGateway {
     try {
       held =
         holdMicros === 0 ||
-        (await this.#o.holds.hold(ctx.requestId, account.id, holdMicros, now, now + HOLD_TTL_MS));
+        (await this.#o.holds.hold(
+          ctx.requestId,
+          account.id,
+          holdMicros,
+          now,
+          now + HOLD_TTL_MS,
+          keyBudgetOf(key, now),
+        ));
     } catch (error) {
       // The database failed mid-hold (it went away): the hold may have been taken though the answer was lost.
       // A settlement of nothing releases it and the rate-limit reservation, whenever the database is back.
@@ -151,6 +162,8 @@ export class ChatGateway {
     }
     if (!held) {
       await limiter.release(key.id, ctx.requestId, reservedTokens, now);
+      const keyLimited = await keyLimitRefusal(store, this.#o.holds, key, holdMicros, now);
+      if (keyLimited) throw this.#refuse(new GatewayError('payment_required', keyLimited, { headers }));
       const standing = this.#o.billingStanding(account, await store.ledger.balance(account.id, now), now);
       const message = standing.ok
         ? `insufficient balance: this request may cost up to $${(holdMicros / 1e6).toFixed(6)} (lower max_tokens), more than is available`

@@ -1,3 +1,4 @@
+import { presentKeyControls } from '../accounts/key-controls.ts';
 import type { PlanConfig, ModelConfig } from '../config/config.ts';
 import type { Balance } from '../store/ledger-repo.ts';
 import type { AccountRecord, ApiKeyRecord, CreditGrant } from '../store/records.ts';
@@ -15,6 +16,7 @@ export function presentKey(key: ApiKeyRecord): Record<string, unknown> {
     allowed_ips: key.allowedIps,
     created_at: iso(key.createdAt),
     revoked_at: iso(key.revokedAt),
+    ...presentKeyControls(key.controls),
   };
 }
 

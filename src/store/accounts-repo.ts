@@ -1,6 +1,6 @@
 import type { PlanId } from '../config/config.ts';
 import type { Db } from './db.ts';
-import type { AccountRecord, AccountStatus, ApiKeyRecord } from './records.ts';
+import type { AccountRecord, AccountStatus, ApiKeyRecord, KeyControls, LimitPeriod } from './records.ts';
 
 interface AccountRow {
   id: string;
@@ -48,6 +48,10 @@ interface KeyRow {
   status: 'active' | 'revoked';
   created_at: number;
   revoked_at: number | null;
+  spend_limit_micros: number | string | null;
+  limit_period: LimitPeriod | null;
+  expires_at: number | string | null;
+  allowed_models: string | null;
 }
 
 const toKey = (row: KeyRow): ApiKeyRecord => ({
@@ -60,7 +64,20 @@ const toKey = (row: KeyRow): ApiKeyRecord => ({
   status: row.status,
   createdAt: row.created_at,
   revokedAt: row.revoked_at,
+  controls: {
+    spendLimitMicros: row.spend_limit_micros === null ? null : Number(row.spend_limit_micros),
+    limitPeriod: row.limit_period,
+    expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+    allowedModels: row.allowed_models === null ? null : (JSON.parse(row.allowed_models) as string[]),
+  },
 });
+
+const controlParams = (controls: KeyControls | undefined): (string | number | null)[] => [
+  controls?.spendLimitMicros ?? null,
+  controls?.limitPeriod ?? null,
+  controls?.expiresAt ?? null,
+  controls?.allowedModels ? JSON.stringify(controls.allowedModels) : null,
+];
 
 export interface LimitOverrides {
   rpmLimit?: number | null;
@@ -186,8 +203,9 @@ export class AccountsRepo {
 
   async insertKey(key: ApiKeyRecord): Promise<void> {
     await this.#db.run(
-      `INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, allowed_ips, status, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      `INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, allowed_ips, status, created_at,
+         spend_limit_micros, limit_period, expires_at, allowed_models)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
       [
         key.id,
         key.accountId,
@@ -197,7 +215,22 @@ export class AccountsRepo {
         key.allowedIps && JSON.stringify(key.allowedIps),
         key.status,
         key.createdAt,
+        ...controlParams(key.controls),
       ],
+    );
+  }
+
+  /** Replaces a key's name, IP allow-list and controls. */
+  async updateKey(
+    keyId: string,
+    name: string,
+    allowedIps: string[] | null,
+    controls: KeyControls,
+  ): Promise<void> {
+    await this.#db.run(
+      `UPDATE api_keys SET name = $2, allowed_ips = $3, spend_limit_micros = $4, limit_period = $5, expires_at = $6,
+         allowed_models = $7 WHERE id = $1`,
+      [keyId, name, allowedIps && JSON.stringify(allowedIps), ...controlParams(controls)],
     );
   }
 

@@ -1,5 +1,6 @@
 import type { Db } from './db.ts';
-import type { CreditGrant, GrantKind, Settlement } from './records.ts';
+import { keyHasRoom } from './key-spend.ts';
+import type { CreditGrant, GrantKind, KeyBudget, Settlement } from './records.ts';
 
 interface GrantRow {
   id: string;
@@ -126,6 +127,7 @@ export class LedgerRepo {
     amountMicros: number,
     now: number,
     expiresAt: number,
+    key?: KeyBudget,
   ): Promise<boolean> {
     return this.#db.transaction(async (tx) => {
       const account = await tx.get<{ held: number; debt: number; credit_limit: number }>(
@@ -139,13 +141,15 @@ export class LedgerRepo {
       );
       const available = Number(credit?.s ?? 0) - account.held - account.debt + account.credit_limit;
       if (available < amountMicros || available <= 0) return false;
+      // Per-key controls: the key's limit, checked under the same account lock.
+      if (key && !(await keyHasRoom(tx, key, amountMicros))) return false;
       await tx.run('UPDATE accounts SET held_micros = held_micros + $2 WHERE id = $1', [
         accountId,
         amountMicros,
       ]);
       await tx.run(
-        'INSERT INTO holds (request_id, account_id, amount_micros, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
-        [requestId, accountId, amountMicros, now, expiresAt],
+        'INSERT INTO holds (request_id, account_id, amount_micros, created_at, expires_at, key_id) VALUES ($1, $2, $3, $4, $5, $6)',
+        [requestId, accountId, amountMicros, now, expiresAt, key?.keyId ?? null],
       );
       return true;
     });

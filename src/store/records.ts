@@ -61,7 +61,42 @@ export interface ApiKeyRecord {
   status: 'active' | 'revoked';
   createdAt: number;
   revokedAt: number | null;
+  /** Per-key controls (issue 22); absent or null means none. */
+  controls?: KeyControls;
 }
+
+/** How often a key's spending limit starts over: calendar UTC periods, or never. */
+export type LimitPeriod = 'daily' | 'weekly' | 'monthly' | 'never';
+
+/** A key's own spending limit, expiry and allowed models; null in each means no such rule. */
+export interface KeyControls {
+  /** What the key may spend per period, in µUSD. */
+  spendLimitMicros: number | null;
+  /** The limit's period; set whenever the limit is. */
+  limitPeriod: LimitPeriod | null;
+  /** When the key stops working (ms since the epoch). */
+  expiresAt: number | null;
+  /** The public model ids the key may call. */
+  allowedModels: string[] | null;
+}
+
+/**
+ * What a hold of one key must also fit: the key's limit less its spend since `fromDay` (a `YYYY-MM-DD` UTC
+ * day, the start of its period) and its outstanding holds. A null limit checks nothing but records the key.
+ */
+export interface KeyBudget {
+  keyId: string;
+  limitMicros: number | null;
+  fromDay: string;
+}
+
+/** A key with no controls. */
+export const NO_KEY_CONTROLS: KeyControls = Object.freeze({
+  spendLimitMicros: null,
+  limitPeriod: null,
+  expiresAt: null,
+  allowedModels: null,
+});
 
 export type GrantKind = 'trial' | 'plan' | 'topup' | 'admin';
 

@@ -1,0 +1,84 @@
+import type { HoldBook } from '../billing/hold-book.ts';
+import { KEY_ROOM_QUERY, type KeyRoomRow, keyUsage, toKeyRoom } from '../store/key-spend.ts';
+import type { ApiKeyRecord } from '../store/records.ts';
+import type { Store } from '../store/store.ts';
+import {
+  dayOf,
+  keyBudgetOf,
+  limitRefusalMessage,
+  periodEndMs,
+  periodFirstDay,
+  periodStartMs,
+} from './key-controls.ts';
+
+/** A key's limit and what it has used, in µUSD, as `GET /api/key` shows it. */
+export interface KeyStatus {
+  todayMicros: number;
+  weekMicros: number;
+  monthMicros: number;
+  /** Spent in the limit's current period (all time for `never`; 0 without a limit). */
+  periodMicros: number;
+  /** Reserved by the key's requests in flight. */
+  heldMicros: number;
+  /** limit − period spend − held, never below 0; null without a limit. */
+  remainingMicros: number | null;
+  periodStartedAt: number | null;
+  resetsAt: number | null;
+}
+
+/** What the key holds in flight: its hold rows (shared database) plus the in-process book's (embedded). */
+async function keyHeldMicros(store: Store, holds: HoldBook, keyId: string): Promise<number> {
+  const row = await store.db.get<{ held: number | string | null }>(
+    'SELECT CAST(SUM(amount_micros) AS BIGINT) AS held FROM holds WHERE key_id = $1',
+    [keyId],
+  );
+  return Number(row?.held ?? 0) + (holds.keyHeldMicros?.(keyId) ?? 0);
+}
+
+/** Reads the key's usage today, this ISO week, this month and in its limit's period, and what remains. */
+export async function readKeyStatus(
+  store: Store,
+  holds: HoldBook,
+  key: ApiKeyRecord,
+  now: number,
+): Promise<KeyStatus> {
+  const limitMicros = key.controls?.spendLimitMicros ?? null;
+  const period = key.controls?.limitPeriod ?? 'never';
+  const usage = await keyUsage(store.db, key.id, {
+    today: dayOf(periodStartMs('daily', now)),
+    week: dayOf(periodStartMs('weekly', now)),
+    month: dayOf(periodStartMs('monthly', now)),
+    period: periodFirstDay(period, now),
+  });
+  const heldMicros = await keyHeldMicros(store, holds, key.id);
+  const limited = limitMicros !== null;
+  return {
+    todayMicros: usage.todayMicros,
+    weekMicros: usage.weekMicros,
+    monthMicros: usage.monthMicros,
+    periodMicros: limited ? usage.periodMicros : 0,
+    heldMicros,
+    remainingMicros: limited ? Math.max(0, limitMicros - usage.periodMicros - heldMicros) : null,
+    periodStartedAt: limited && period !== 'never' ? periodStartMs(period, now) : null,
+    resetsAt: limited ? periodEndMs(period, now) : null,
+  };
+}
+
+/**
+ * After a refused hold: the 402 message when the key's own limit is what has no room for `holdMicros`,
+ * else undefined (the account's balance refused it).
+ */
+export async function keyLimitRefusal(
+  store: Store,
+  holds: HoldBook,
+  key: ApiKeyRecord,
+  holdMicros: number,
+  now: number,
+): Promise<string | undefined> {
+  const budget = keyBudgetOf(key, now);
+  if (budget.limitMicros === null || !key.controls) return undefined;
+  const room = toKeyRoom(await store.db.get<KeyRoomRow>(KEY_ROOM_QUERY, [key.id, budget.fromDay]));
+  const heldMicros = room.heldMicros + (holds.keyHeldMicros?.(key.id) ?? 0);
+  if (budget.limitMicros - room.spentMicros - heldMicros >= holdMicros) return undefined;
+  return limitRefusalMessage(key.controls, room.spentMicros, heldMicros, holdMicros, now);
+}

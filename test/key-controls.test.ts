@@ -216,9 +216,15 @@ for (const backend of BACKENDS) {
       const refused = await chat(key, 'model-a');
       assert.equal(refused.status, 403);
       assert.equal(refused.body.error.code, 'forbidden');
-      assert.match(refused.body.error.message, /may not use model model-a: its allowed models rule permits only model-b/);
+      assert.match(
+        refused.body.error.message,
+        /may not use model model-a: its allowed models rule permits only model-b/,
+      );
       // The key is cached after its first request: the change must drop it.
-      await server.call('PATCH', `/api/keys/${id}`, { key: owner.key, body: { allowed_models: ['model-a'] } });
+      await server.call('PATCH', `/api/keys/${id}`, {
+        key: owner.key,
+        body: { allowed_models: ['model-a'] },
+      });
       assert.equal((await chat(key, 'model-a')).status, 200);
       assert.equal((await chat(key, 'model-b')).status, 403);
     });

@@ -257,7 +257,10 @@ export class AccountsService {
       change.spendLimitMicros === undefined ? was.spendLimitMicros : change.spendLimitMicros;
     const period = change.limitPeriod === undefined ? was.limitPeriod : change.limitPeriod;
     if (spendLimitMicros === null && change.limitPeriod != null)
-      throw new GatewayError('invalid_request', 'body.limit_period: set limit_usd too (the key has no limit)');
+      throw new GatewayError(
+        'invalid_request',
+        'body.limit_period: set limit_usd too (the key has no limit)',
+      );
     const controls: KeyControls = {
       spendLimitMicros,
       limitPeriod: spendLimitMicros === null ? null : (period ?? 'never'),
@@ -400,7 +403,6 @@ function issued(
     ...presentKeyControls(controls),
   };
 }
-
 
 /** Whether an address falls inside one of the CIDR blocks (IPv4-mapped IPv6 addresses count as IPv4). */
 export function ipAllowed(cidrs: readonly string[], ip: string): boolean {

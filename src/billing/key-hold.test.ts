@@ -26,7 +26,11 @@ describe('a key limit in the in-process hold book (embedded store)', () => {
     const holds = createHoldBook(store);
     const today = { keyId: 'k', limitMicros: 1_000, fromDay: '2026-11-03' };
     assert.equal(await holds.hold('a', 'acct_k', 600, NOW, NOW + 1, today), true);
-    assert.equal(await holds.hold('b', 'acct_k', 600, NOW, NOW + 1, today), false, 'only 400 of the limit left');
+    assert.equal(
+      await holds.hold('b', 'acct_k', 600, NOW, NOW + 1, today),
+      false,
+      'only 400 of the limit left',
+    );
     assert.equal(await holds.hold('c', 'acct_k', 600, NOW, NOW + 1), true, 'the account itself has room');
     assert.equal(holds.keyHeldMicros?.('k'), 600);
     await store.ledger.settle([settlementOf('a', 'acct_k', 500, NOW)], { holdRows: false });

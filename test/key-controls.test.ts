@@ -148,6 +148,11 @@ for (const backend of BACKENDS) {
       assert.equal(charged, EACH * 30);
       const status = await ownKey(key);
       assert.equal(status.body.held_usd, 0, 'every hold released');
+      const listed = (await server.call('GET', '/api/keys', { key })).body.data;
+      const shown = listed.find((k: { id: string }) => k.id === id);
+      assert.equal(shown.spent_this_period_usd, (EACH * 30) / 1e6);
+      assert.equal(shown.remaining_usd, (limitMicros - EACH * 30) / 1e6);
+      assert.equal(shown.resets_at, '2026-11-01T00:00:00.000Z');
       assert.equal(status.body.remaining_usd, (limitMicros - EACH * 30) / 1e6);
       assert.equal(status.body.usage.this_period_usd, (EACH * 30) / 1e6);
       // The account's balance had room: the key's own limit, not the balance, refused the rest.

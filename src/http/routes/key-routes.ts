@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { isCidr, type KeyChange } from '../../accounts/accounts-service.ts';
 import { LIMIT_PERIODS } from '../../accounts/key-controls.ts';
+import { readKeyStatus } from '../../accounts/key-status.ts';
 import type { Config } from '../../config/config.ts';
 import { NO_KEY_CONTROLS, type KeyControls, type LimitPeriod } from '../../store/records.ts';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
-import { presentKey } from '../present.ts';
+import { iso, presentKey, usd } from '../present.ts';
 import { userOf } from './principal.ts';
 
 /** Per-key controls as a client sends them (create and change). */
@@ -105,7 +106,22 @@ export function keyRoutes(app: FastifyInstance, services: Services): void {
 
   app.get('/api/keys', { config }, async (request) => {
     const keys = await services.accounts.listKeys(userOf(request).account.id);
-    return { object: 'list', data: keys.map(presentKey) };
+    const now = services.clock();
+    // A limited key also shows its spend this period and what remains (two reads each; unlimited keys none).
+    const data = await Promise.all(
+      keys.map(async (key) => {
+        if (key.status !== 'active' || (key.controls?.spendLimitMicros ?? null) === null)
+          return { ...presentKey(key), spent_this_period_usd: null, remaining_usd: null, resets_at: null };
+        const status = await readKeyStatus(services.store, services.holds, key, now);
+        return {
+          ...presentKey(key),
+          spent_this_period_usd: usd(status.periodMicros),
+          remaining_usd: usd(status.remainingMicros ?? 0),
+          resets_at: iso(status.resetsAt),
+        };
+      }),
+    );
+    return { object: 'list', data };
   });
 
   app.post<{ Body: KeyBody | undefined }>(

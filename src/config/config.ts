@@ -23,7 +23,7 @@ export interface DeploymentConfig {
   weight: number;
 }
 
-export type ProviderType = 'openai' | 'anthropic' | 'simulator';
+export type ProviderType = 'openai' | 'anthropic' | 'gemini' | 'simulator';
 
 export interface ProviderConfig {
   id: string;

@@ -314,6 +314,46 @@ describe('providers: gemini, and structured outputs and tools through every adap
     });
   }
 
+  it('gemini: a malformed answer or stream event is a 502, and the server keeps serving', async () => {
+    gemini.script({ kind: 'malformed' }, { kind: 'malformed' });
+    await assert.rejects(
+      client.chat.completions.create({ model: 'model-a', messages: [{ role: 'user', content: 'x' }] }),
+      (error: unknown) => error instanceof APIError && error.status === 502,
+    );
+    gemini.script({ kind: 'malformed' });
+    const stream = await client.chat.completions.create({
+      model: 'model-a',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
+    await assert.rejects(async () => {
+      for await (const chunk of stream) void chunk;
+    });
+    const after = await client.chat.completions.create({
+      model: 'model-a',
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    assert.equal(after.choices[0]?.finish_reason, 'stop');
+  });
+
+  it('a malformed response_format is a 400 naming the field', async () => {
+    for (const response_format of [
+      { type: 'xml' },
+      { type: 'json_schema', json_schema: { schema: { type: 'object' } } },
+      { type: 'json_schema', json_schema: { name: 'x', schema: 'object' } },
+    ]) {
+      await assert.rejects(
+        client.chat.completions.create({
+          model: 'model-a',
+          messages: [{ role: 'user', content: 'x' }],
+          response_format: response_format as never,
+        }),
+        (error: unknown) =>
+          error instanceof APIError && error.status === 400 && /response_format/.test(error.message),
+      );
+    }
+  });
+
   it('gemini honours tool_choice: a named function is forced through allowedFunctionNames', async () => {
     const other: OpenAI.ChatCompletionTool = {
       type: 'function',

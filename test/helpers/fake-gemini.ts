@@ -12,7 +12,9 @@ export type GeminiBehaviour =
   /** The prompt itself blocked: no candidates, `promptFeedback.blockReason`. */
   | { kind: 'blocked'; reason: string }
   /** Streams `after` events, then drops the connection. */
-  | { kind: 'cut'; after: number };
+  | { kind: 'cut'; after: number }
+  /** A 200 whose body (or, streamed, whose second event) is not JSON. */
+  | { kind: 'malformed' };
 
 export interface GeminiReceived {
   path: string;
@@ -139,6 +141,11 @@ function serve(
 ): void {
   if (behaviour.kind === 'status')
     return sendError(response, behaviour.status, behaviour.message ?? `fake error ${behaviour.status}`);
+  if (behaviour.kind === 'malformed' && !stream) {
+    response.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+    response.end('{"candidates": [{"content": ');
+    return;
+  }
   const answer = answerFor(behaviour, body);
   const usage = { promptTokenCount: 17, candidatesTokenCount: 9, thoughtsTokenCount: 3, totalTokenCount: 29 };
   const envelope = (candidate: object | undefined, withUsage: boolean): object => ({
@@ -169,6 +176,10 @@ function serve(
     for (const [index, part] of events.entries()) {
       if (behaviour.kind === 'cut' && index === behaviour.after) {
         response.socket?.destroy();
+        return;
+      }
+      if (behaviour.kind === 'malformed' && index === 1) {
+        response.end('data: {"candidates": [\r\n\r\n');
         return;
       }
       const last = index === events.length - 1;

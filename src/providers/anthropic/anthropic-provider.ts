@@ -57,6 +57,9 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
       const body = convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true);
       const response = await client.post(path, headers, JSON.stringify(body), call.signal);
       if (response.status !== 200) throw await errorFromResponse(response);
+      // Destroying a body left mid-way (releaseBody) emits an AbortError once the event iterator has let go of
+      // it; with no listener that error would end the process. The failure itself is thrown from the loop.
+      response.body.on('error', () => {});
       let finished = false;
       const state = {
         id: '',

@@ -50,6 +50,9 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
         call.signal,
       );
       if (response.status !== 200) throw await errorFromResponse(response);
+      // Destroying a body left mid-way (releaseBody) emits an AbortError once the event iterator has let go of
+      // it; with no listener that error would end the process. The failure itself is thrown from the loop.
+      response.body.on('error', () => {});
       let finished = false;
       try {
         for await (const event of readEvents(response)) {

@@ -159,7 +159,7 @@ describe('client compatibility on the default simulator', () => {
       let partials = 0;
       for await (const partial of streamed.partialObjectStream) if (partial) partials++;
       Recipe.parse(await streamed.object);
-      assert.ok(partials >= 1);
+      assert.ok(partials > 3, `the object arrived in ${partials} partial steps`);
       const { output } = await generateText({
         model: model(),
         output: Output.object({ schema: Recipe }),

@@ -102,7 +102,10 @@ export function createSimulatorProvider(options: {
         yield chunk({ tool_calls: [{ index: 0, function: { arguments: fn.arguments } }] });
       } else {
         const logprobs = wantsLogprobs(call.request);
-        const pieces = answer.text.split(/(?= )/);
+        // JSON has no spaces to split at: it streams in short runs of characters, as a model's tokens arrive.
+        const pieces = call.request.responseFormat
+          ? (answer.text.match(/[^]{1,12}/g) ?? [''])
+          : answer.text.split(/(?= )/);
         for (const [index, piece] of pieces.entries()) {
           if (index > 0) await pause(options.chunkIntervalMs, call.signal);
           const next = chunk(index === 0 ? { role: 'assistant', content: piece } : { content: piece });

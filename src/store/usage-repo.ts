@@ -24,6 +24,19 @@ const GROUP_COLUMN: Record<UsageGroup, string> = { day: 'day', model: 'model', k
 const DAY_MS = 86_400_000;
 
 /** Usage records, the daily rollup they feed, statistics over it, and retention. */
+/** One request as the dashboard's recent-requests table shows it. */
+export interface RecentRequest {
+  requestId: string;
+  keyId: string;
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
+  costMicros: number;
+  status: string;
+  latencyMs: number;
+  createdAt: number;
+}
+
 export class UsageRepo {
   readonly #db: Db;
   constructor(db: Db) {
@@ -125,5 +138,34 @@ export class UsageRepo {
 
   async record(requestId: string): Promise<Record<string, unknown> | undefined> {
     return this.#db.get('SELECT * FROM usage_records WHERE request_id = $1', [requestId]);
+  }
+  /** The account's most recent requests, newest first (counts only: request content is never stored). */
+  async recent(accountId: string, limit: number): Promise<RecentRequest[]> {
+    const rows = await this.#db.all<{
+      request_id: string;
+      key_id: string;
+      model: string;
+      prompt_tokens: number;
+      completion_tokens: number;
+      cost_micros: number;
+      status: string;
+      latency_ms: number;
+      created_at: number;
+    }>(
+      `SELECT request_id, key_id, model, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, created_at
+       FROM usage_records WHERE account_id = $1 ORDER BY created_at DESC, request_id LIMIT $2`,
+      [accountId, limit],
+    );
+    return rows.map((row) => ({
+      requestId: row.request_id,
+      keyId: row.key_id,
+      model: row.model,
+      promptTokens: Number(row.prompt_tokens),
+      completionTokens: Number(row.completion_tokens),
+      costMicros: Number(row.cost_micros),
+      status: row.status,
+      latencyMs: Number(row.latency_ms),
+      createdAt: Number(row.created_at),
+    }));
   }
 }

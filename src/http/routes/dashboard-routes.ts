@@ -1,0 +1,40 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../services.ts';
+import { iso, usd } from '../present.ts';
+import { userOf } from './principal.ts';
+
+/** Read-only views the dashboard needs beyond the rest of `/api`: the account's most recent requests. */
+export function dashboardRoutes(app: FastifyInstance, services: Services): void {
+  app.get<{ Querystring: { limit?: string } }>(
+    '/api/usage/recent',
+    {
+      config: { auth: 'user' },
+      schema: {
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { limit: { type: 'string', pattern: '^[1-9][0-9]{0,2}$' } },
+        },
+      },
+    },
+    async (request) => {
+      const limit = Math.min(100, Number(request.query.limit ?? 20));
+      const rows = await services.store.usage.recent(userOf(request).account.id, limit);
+      return {
+        object: 'list',
+        data: rows.map((row) => ({
+          request_id: row.requestId,
+          key_id: row.keyId,
+          model: row.model,
+          prompt_tokens: row.promptTokens,
+          completion_tokens: row.completionTokens,
+          total_tokens: row.promptTokens + row.completionTokens,
+          cost_usd: usd(row.costMicros),
+          status: row.status,
+          latency_ms: row.latencyMs,
+          created_at: iso(row.createdAt),
+        })),
+      };
+    },
+  );
+}

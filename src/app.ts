@@ -17,6 +17,8 @@ import { publicRoutes } from './http/routes/public-routes.ts';
 import { sessionRoutes } from './http/routes/session-routes.ts';
 import { dashboardRoutes } from './http/routes/dashboard-routes.ts';
 import { usageRoutes } from './http/routes/usage-routes.ts';
+import { webApp } from './http/web-app.ts';
+import { cookieSecure } from './http/session-cookie.ts';
 import type { Services } from './services.ts';
 
 /** Request ids: a random per-process prefix and a counter, unique across instances and restarts. */
@@ -90,5 +92,6 @@ export function createApp(services: Services): FastifyInstance {
   usageRoutes(app, services);
   billingRoutes(app, services);
   webhookRoutes(app, services);
+  webApp(app, { secure: cookieSecure(services.config) });
   return app;
 }

@@ -3,7 +3,7 @@ import type { Services } from '../../services.ts';
 import { iso, usd } from '../present.ts';
 import { userOf } from './principal.ts';
 
-/** Read-only views the dashboard needs beyond the rest of `/api`: the account's most recent requests. */
+/** Read-only views the dashboard needs beyond the rest of `/api`: recent requests, the webhook event log. */
 export function dashboardRoutes(app: FastifyInstance, services: Services): void {
   app.get<{ Querystring: { limit?: string } }>(
     '/api/usage/recent',
@@ -37,4 +37,21 @@ export function dashboardRoutes(app: FastifyInstance, services: Services): void 
       };
     },
   );
+
+  app.get('/api/webhooks/events', { config: { auth: 'user' } }, async (request) => {
+    const events = await services.store.webhooks.eventsOf(userOf(request).account.id, 50);
+    return {
+      object: 'list',
+      data: events.map((event) => ({
+        id: event.id,
+        event_type: event.eventType,
+        status: event.status,
+        attempts: event.attempts,
+        last_status_code: event.lastStatusCode,
+        next_attempt_at: event.status === 'pending' ? iso(event.nextAttemptAt) : null,
+        created_at: iso(event.createdAt),
+        finished_at: iso(event.finishedAt),
+      })),
+    };
+  });
 }

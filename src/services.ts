@@ -306,6 +306,7 @@ export function createServices(options: ServicesOptions): Services {
       scheduler.start([
         createRetentionJob(store, clock, config.retentionDays, logger),
         createHoldRecoveryJob(store, clock, logger),
+        sessions.sweepJob(),
       ]);
       dispatcher.start();
     },

@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.ts';
+import type { Job } from '../jobs/scheduler.ts';
 import type { Limiter } from '../limits/limiter.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { type Clock, newId } from '../shared/ids.ts';
@@ -200,6 +201,21 @@ export class SessionsService {
       .catch((error: unknown) =>
         logger.warn({ err: error, accountId: account.id }, 'verification e-mail failed'),
       );
+  }
+
+  /** The hourly job that deletes sessions past their idle or absolute expiry (they no longer work anyway). */
+  sweepJob(): Job {
+    const { store, clock, logger } = this.#o;
+    return {
+      name: 'session-sweep',
+      everyMs: HOUR_MS,
+      leaseMs: 10 * MINUTE_MS,
+      run: async () => {
+        const now = clock();
+        const deleted = await store.sessions.deleteExpired(now, now - this.policy.idleMs);
+        if (deleted > 0) logger.info({ deleted }, 'expired dashboard sessions deleted');
+      },
+    };
   }
 
   /** Counts an attempt against the address and the e-mail; 429 with Retry-After when either is over. */

@@ -104,12 +104,7 @@ function Header({ email }: { email: string }) {
   });
   return (
     <header className="top">
-      <div className="brand">
-        <span className="logo" aria-hidden="true">
-          ⛩
-        </span>{' '}
-        Tollgate
-      </div>
+      <div className="brand">Tollgate</div>
       <nav aria-label="Dashboard">
         <ul>
           {PAGES.map((page) => (

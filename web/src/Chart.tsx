@@ -40,8 +40,13 @@ export function DailyChart({
         ],
         axes: [
           {},
-          { scale: 'usd', label: 'USD', values: (_u, ticks) => ticks.map((t) => `$${t}`) },
-          { scale: 'tokens', side: 1, label: 'tokens', grid: { show: false } },
+          {
+            scale: 'usd',
+            // Wide enough for the longest tick label (costs of a few requests are fractions of a cent).
+            size: (_u, values) => (values ? Math.max(...values.map((v) => v.length)) * 7 + 18 : 50),
+            values: (_u, ticks) => ticks.map((t) => `$${t}`),
+          },
+          { scale: 'tokens', side: 1, grid: { show: false } },
         ],
       },
       [xs, cost, tokens],

@@ -15,12 +15,13 @@ export function Billing() {
     onSuccess: (order) => window.location.assign(order.checkout_url),
   });
   const current = account.data?.plan;
+  const currentName = plans.data?.data.find((plan) => plan.id === current)?.name ?? current;
   return (
     <>
       <h1>Billing</h1>
       {account.data && (
         <p>
-          Balance: <strong>{usd(account.data.balance_usd)}</strong>. Current plan: <strong>{current}</strong>
+          Balance: <strong>{usd(account.data.balance_usd)}</strong>. Current plan: <strong>{currentName}</strong>
           {account.data.plan_expires_at && <> until {dateTime(account.data.plan_expires_at)}</>}.
         </p>
       )}
@@ -35,9 +36,9 @@ export function Billing() {
               <p className="big">
                 {plan.monthly_price_usd > 0
                   ? `${usd(plan.monthly_price_usd)} / month`
-                  : plan.purchasable
-                    ? 'Free'
-                    : 'By contract'}
+                  : plan.id === 'enterprise'
+                    ? 'By contract'
+                    : 'Free'}
               </p>
               <dl className="pairs">
                 <dt>Requests per minute</dt>

@@ -79,7 +79,7 @@ export function Overview() {
             </p>
           </Section>
           <Section title="Plan and limits">
-            <p className="big">{a.plan.replace('_', ' ')}</p>
+            <p className="big cap">{a.plan.replace('_', ' ')}</p>
             {a.plan_expires_at && <p>Renews or ends on {date(a.plan_expires_at)}.</p>}
             <dl className="pairs">
               <dt>Requests per minute</dt>

@@ -130,18 +130,17 @@ export function Webhooks() {
           <table>
             <thead>
               <tr>
-                <th scope="col">Time</th>
                 <th scope="col">Event</th>
                 <th scope="col">Status</th>
                 <th scope="col">Attempts</th>
                 <th scope="col">Last answer</th>
                 <th scope="col">Next retry</th>
+                <th scope="col">Time</th>
               </tr>
             </thead>
             <tbody>
               {events.data?.data.map((event) => (
                 <tr key={event.id}>
-                  <td>{dateTime(event.created_at)}</td>
                   <td>
                     {event.event_type} <code>{event.id}</code>
                   </td>
@@ -149,6 +148,7 @@ export function Webhooks() {
                   <td>{event.attempts}</td>
                   <td>{event.last_status_code !== null ? `HTTP ${event.last_status_code}` : '—'}</td>
                   <td>{event.next_attempt_at ? dateTime(event.next_attempt_at) : '—'}</td>
+                  <td>{dateTime(event.created_at)}</td>
                 </tr>
               ))}
               {events.data?.data.length === 0 && (

@@ -152,6 +152,11 @@ for (const backend of BACKENDS.filter((b) => b.name === 'sqlite')) {
       });
       assert.equal(response.status, 403);
       assert.equal(response.headers.get('set-cookie'), null);
+      const garbage = await server.call('POST', '/api/auth/login', {
+        headers: { origin: 'null' },
+        body: { email: user.email, password: PASSWORD },
+      });
+      assert.equal(garbage.status, 403, 'an opaque origin (sandboxed frame) is cross-site too');
       const same = await server.call('POST', '/api/auth/login', {
         headers: { origin: server.url },
         body: { email: user.email, password: PASSWORD },

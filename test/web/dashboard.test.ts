@@ -191,6 +191,9 @@ describe(
 
     it('sets a webhook on a local receiver and delivers a signed test event', async () => {
       await go(page, 'Webhooks');
+      await page.getByLabel('Endpoint URL').fill('ftp://example.com/hooks');
+      await page.getByRole('button', { name: 'Save endpoint' }).click();
+      await page.getByRole('alert').filter({ hasText: 'url must use https' }).waitFor();
       await page.getByLabel('Endpoint URL').fill(receiver.url);
       await page.getByRole('button', { name: 'Save endpoint' }).click();
       const secret = await page.getByLabel('Signing secret').inputValue();

@@ -23,8 +23,17 @@ export function sessionRoutes(app: FastifyInstance, services: Services): void {
   /** Sign-in has no session to hold a CSRF token yet: a browser's Origin must be this site's (login CSRF). */
   const sameOrigin = (request: FastifyRequest): void => {
     const origin = request.headers.origin;
-    if (origin !== undefined && origin !== ownOrigin(request, config))
-      throw new GatewayError('forbidden', 'cross-site sign-in requests are refused');
+    if (origin === undefined) return;
+    // With PUBLIC_URL the whole origin must match; without it only the host, since a TLS-terminating proxy
+    // in front makes the browser's scheme differ from the one this server sees.
+    const expected = config.publicUrl ? ownOrigin(request, config) : request.host;
+    let actual: string;
+    try {
+      actual = config.publicUrl ? new URL(origin).origin : new URL(origin).host;
+    } catch {
+      actual = '';
+    }
+    if (actual !== expected) throw new GatewayError('forbidden', 'cross-site sign-in requests are refused');
   };
 
   const presentSession = (signedIn: {

@@ -74,6 +74,25 @@ describe(
       await p.getByLabel('Password').fill(password);
       await p.getByRole('button', { name: 'Sign in' }).click();
     };
+    const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+    /** axe-core's serious and critical findings on the page as it stands. */
+    const axeFindings = async (p: Page): Promise<string[]> => {
+      // Evaluated through the DevTools protocol, which the page's CSP does not govern (no inline script).
+      await p.evaluate(axeSource);
+      return p.evaluate(async () => {
+        const result = await (
+          globalThis as unknown as {
+            axe: {
+              run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>;
+            };
+          }
+        ).axe.run();
+        return result.violations
+          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+          .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+      });
+    };
+
     /** Reloads until the text shows (usage records are written in batches a moment after the request). */
     const eventually = async (p: Page, text: string | RegExp): Promise<void> => {
       const started = Date.now();
@@ -312,28 +331,12 @@ describe(
     });
 
     it('every page passes an axe scan with no serious or critical findings, and fits 360 px', async () => {
-      const axe = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
       for (const width of [1280, 360]) {
         await page.setViewportSize({ width, height: width === 360 ? 780 : 900 });
         for (const target of PAGES) {
           await go(page, target.link, target.heading);
           await page.waitForLoadState('networkidle');
-          // Evaluated through the DevTools protocol, which the page's CSP does not govern (no inline script).
-          await page.evaluate(axe);
-          const violations = await page.evaluate(async () => {
-            const result = await (
-              globalThis as unknown as {
-                axe: {
-                  run(): Promise<{
-                    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
-                  }>;
-                };
-              }
-            ).axe.run();
-            return result.violations
-              .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-              .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-          });
+          const violations = await axeFindings(page);
           assert.deepEqual(violations, [], `${target.path} at ${width} px`);
           const overflow = await page.evaluate(() => {
             // Runs in the page; the test's own types know no DOM.
@@ -410,6 +413,16 @@ describe(
         await signInAs(p, email, 'not my password');
         await signInAs(p, email, 'not my password');
         await p.getByRole('alert').filter({ hasText: 'too many sign-in attempts' }).waitFor();
+        for (const [path, title] of [
+          ['/login', 'Sign in to Tollgate'],
+          ['/register', 'Create a Tollgate account'],
+          ['/forgot-password', 'Reset your password'],
+          ['/reset-password?token=x', 'Choose a new password'],
+        ] as const) {
+          await p.goto(`${server.url}${path}`);
+          await heading(p, title);
+          assert.deepEqual(await axeFindings(p), [], path);
+        }
       } finally {
         await stranger.close();
       }

@@ -236,7 +236,7 @@ describe(
       await page.waitForURL(/\/checkout\//);
       await page.getByRole('button', { name: 'Pay (succeeds)' }).click();
       await page.getByText('"status": "paid"').waitFor();
-      await page.goto(`${server.url}/billing`);
+      await page.getByRole('link', { name: 'Back to billing in the dashboard' }).click();
       await heading(page, 'Billing');
       await page.getByRole('row').filter({ hasText: 'Top-up' }).filter({ hasText: 'paid' }).waitFor();
       const deliveries = await receiver.waitFor(2);

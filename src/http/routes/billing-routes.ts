@@ -124,6 +124,7 @@ function checkoutPage(order: OrderRecord): string {
 <button onclick="pay({outcome:'success'})">Pay (succeeds)</button>
 <button onclick="pay({outcome:'failed',reason:'card_declined'})">Pay (card declined)</button>
 <pre id="out"></pre>
+<p><a href="/billing">Back to billing in the dashboard</a></p>
 <script>
 async function pay(body) {
   const r = await fetch(location.pathname, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -21,7 +21,8 @@ export function Billing() {
       <h1>Billing</h1>
       {account.data && (
         <p>
-          Balance: <strong>{usd(account.data.balance_usd)}</strong>. Current plan: <strong>{currentName}</strong>
+          Balance: <strong>{usd(account.data.balance_usd)}</strong>. Current plan:{' '}
+          <strong>{currentName}</strong>
           {account.data.plan_expires_at && <> until {dateTime(account.data.plan_expires_at)}</>}.
         </p>
       )}

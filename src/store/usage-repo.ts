@@ -24,6 +24,15 @@ const GROUP_COLUMN: Record<UsageGroup, string> = { day: 'day', model: 'model', k
 const DAY_MS = 86_400_000;
 
 /** Usage records, the daily rollup they feed, statistics over it, and retention. */
+/** One day and model of an account's usage. */
+export interface DayModelRow {
+  day: string;
+  model: string;
+  requests: number;
+  tokens: number;
+  costMicros: number;
+}
+
 /** One request as the dashboard's recent-requests table shows it. */
 export interface RecentRequest {
   requestId: string;
@@ -166,6 +175,28 @@ export class UsageRepo {
       status: row.status,
       latencyMs: Number(row.latency_ms),
       createdAt: Number(row.created_at),
+    }));
+  }
+  /** The account's cost and tokens per UTC day and model between two days (inclusive): the overview's chart. */
+  async dailyByModel(accountId: string, fromDay: string, toDay: string): Promise<DayModelRow[]> {
+    const rows = await this.#db.all<{
+      day: string;
+      model: string;
+      requests: number;
+      tokens: number;
+      cost: number;
+    }>(
+      `SELECT day, model, CAST(SUM(requests) AS BIGINT) AS requests,
+              CAST(SUM(prompt_tokens + completion_tokens) AS BIGINT) AS tokens, CAST(SUM(cost_micros) AS BIGINT) AS cost
+       FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day <= $3 GROUP BY day, model ORDER BY day, model`,
+      [accountId, fromDay, toDay],
+    );
+    return rows.map((row) => ({
+      day: row.day,
+      model: row.model,
+      requests: Number(row.requests),
+      tokens: Number(row.tokens),
+      costMicros: Number(row.cost),
     }));
   }
 }

@@ -2,16 +2,24 @@ import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
-/** Daily cost (left axis, USD) and tokens (right axis) drawn by uPlot; the table beside it carries the same data. */
+export interface ChartSeries {
+  label: string;
+  /** Which axis: cost on the left, tokens on the right. */
+  scale: 'usd' | 'tokens';
+  values: number[];
+}
+
+// Distinguishable on white, dark enough for text contrast in the legend.
+const COLORS = ['#1d4ed8', '#b45309', '#047857', '#7c3aed', '#be123c', '#0e7490', '#4d7c0f', '#374151'];
+
+/** Values by UTC day drawn by uPlot: cost lines on the left axis (USD), token lines dashed on the right. */
 export function DailyChart({
   days,
-  cost,
-  tokens,
+  series,
   label,
 }: {
   days: string[];
-  cost: number[];
-  tokens: number[];
+  series: ChartSeries[];
   label: string;
 }) {
   const box = useRef<HTMLDivElement>(null);
@@ -28,15 +36,15 @@ export function DailyChart({
         scales: { x: { time: true }, usd: { auto: true }, tokens: { auto: true } },
         series: [
           {},
-          {
-            label: 'Cost (USD)',
-            scale: 'usd',
-            stroke: '#2457c5',
+          ...series.map((s, i) => ({
+            label: s.label,
+            scale: s.scale,
+            stroke: COLORS[i % COLORS.length] ?? '#1d4ed8',
             width: 2,
-            fill: 'rgba(36,87,197,0.08)',
-            value: (_u, v) => (v == null ? '—' : `$${v.toFixed(4)}`),
-          },
-          { label: 'Tokens', scale: 'tokens', stroke: '#b3541e', width: 2, dash: [6, 4] },
+            ...(s.scale === 'tokens' ? { dash: [6, 4] } : {}),
+            value: (_u: uPlot, v: number | null) =>
+              v == null ? '—' : s.scale === 'usd' ? `$${v.toFixed(6)}` : v.toLocaleString('en-US'),
+          })),
         ],
         axes: [
           {},
@@ -49,7 +57,7 @@ export function DailyChart({
           { scale: 'tokens', side: 1, grid: { show: false } },
         ],
       },
-      [xs, cost, tokens],
+      [xs, ...series.map((s) => s.values)],
       element,
     );
     const resize = () => plot.setSize({ width: width(), height: 220 });
@@ -58,6 +66,6 @@ export function DailyChart({
       window.removeEventListener('resize', resize);
       plot.destroy();
     };
-  }, [days, cost, tokens]);
+  }, [days, series]);
   return <div ref={box} className="chart" role="img" aria-label={label} />;
 }

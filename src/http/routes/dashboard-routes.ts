@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
+import { utcDay } from '../../store/ledger-repo.ts';
 import { iso, usd } from '../present.ts';
 import { userOf } from './principal.ts';
 
@@ -51,6 +52,26 @@ export function dashboardRoutes(app: FastifyInstance, services: Services): void 
         next_attempt_at: event.status === 'pending' ? iso(event.nextAttemptAt) : null,
         created_at: iso(event.createdAt),
         finished_at: iso(event.finishedAt),
+      })),
+    };
+  });
+
+  // The last 30 UTC days by day and model, for the overview's chart.
+  app.get('/api/usage/daily-by-model', { config: { auth: 'user' } }, async (request) => {
+    const now = services.clock();
+    const to = utcDay(now);
+    const from = utcDay(now - 29 * 86_400_000);
+    const rows = await services.store.usage.dailyByModel(userOf(request).account.id, from, to);
+    return {
+      object: 'list',
+      from,
+      to,
+      data: rows.map((row) => ({
+        day: row.day,
+        model: row.model,
+        requests: row.requests,
+        total_tokens: row.tokens,
+        cost_usd: usd(row.costMicros),
       })),
     };
   });

@@ -1,4 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
+import { useMemo } from 'react';
 import { Link } from 'react-router';
 import {
   type AccountDetails,
@@ -11,7 +12,7 @@ import {
   type Usage,
   usd,
 } from '../api.ts';
-import { DailyChart } from '../Chart.tsx';
+import { type ChartSeries, DailyChart } from '../Chart.tsx';
 import { ErrorMessage, Section, TableWrap } from '../ui.tsx';
 
 export function useAccount() {
@@ -26,6 +27,29 @@ export function daysBetween(from: string, to: string): string[] {
   return days;
 }
 
+interface DayModelUsage {
+  from: string;
+  to: string;
+  data: { day: string; model: string; requests: number; total_tokens: number; cost_usd: number }[];
+}
+
+/** One cost line per model, and the tokens of all models together, on every day of the range. */
+function chartSeries(days: string[], rows: DayModelUsage['data']): ChartSeries[] {
+  const models = [...new Set(rows.map((row) => row.model))].sort();
+  const cost = (day: string, model: string) =>
+    rows.find((row) => row.day === day && row.model === model)?.cost_usd ?? 0;
+  const tokens = (day: string) =>
+    rows.filter((row) => row.day === day).reduce((n, row) => n + row.total_tokens, 0);
+  return [
+    ...(models.length > 0 ? models : ['all models']).map((model) => ({
+      label: `${model} cost`,
+      scale: 'usd' as const,
+      values: days.map((day) => cost(day, model)),
+    })),
+    { label: 'Tokens', scale: 'tokens' as const, values: days.map(tokens) },
+  ];
+}
+
 const KIND: Record<string, string> = {
   trial: 'Trial credit',
   topup: 'Top-up',
@@ -36,8 +60,8 @@ const KIND: Record<string, string> = {
 export function Overview() {
   const account = useAccount();
   const daily = useQuery({
-    queryKey: ['usage', 'day', '30d'],
-    queryFn: () => api<Usage>('/api/usage?group_by=day'),
+    queryKey: ['usage', 'day-model', '30d'],
+    queryFn: () => api<DayModelUsage>('/api/usage/daily-by-model'),
   });
   const byModel = useQuery({
     queryKey: ['usage', 'model', '30d'],
@@ -50,8 +74,8 @@ export function Overview() {
   });
   const a = account.data;
   const trial = a?.credits.find((credit) => credit.kind === 'trial');
-  const days = daily.data ? daysBetween(daily.data.from, daily.data.to) : [];
-  const byDay = new Map((daily.data?.data ?? []).map((row) => [row.day ?? '', row]));
+  const days = useMemo(() => (daily.data ? daysBetween(daily.data.from, daily.data.to) : []), [daily.data]);
+  const series = useMemo(() => chartSeries(days, daily.data?.data ?? []), [days, daily.data]);
   return (
     <>
       <h1>Overview</h1>
@@ -136,10 +160,9 @@ export function Overview() {
         <ErrorMessage error={daily.error} />
         {daily.data && (
           <DailyChart
-            label={`Cost and tokens by day, ${daily.data.from} to ${daily.data.to}: ${daily.data.total.requests} requests, ${usd(daily.data.total.cost_usd)}`}
+            label={`Cost by model and tokens by day, ${daily.data.from} to ${daily.data.to}`}
             days={days}
-            cost={days.map((day) => byDay.get(day)?.cost_usd ?? 0)}
-            tokens={days.map((day) => byDay.get(day)?.total_tokens ?? 0)}
+            series={series}
           />
         )}
         {byModel.data && (

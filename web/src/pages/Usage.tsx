@@ -71,8 +71,14 @@ export function UsagePage() {
             <DailyChart
               label={`Cost and tokens by day, ${data.from} to ${data.to}`}
               days={days}
-              cost={days.map((d) => byDay.get(d)?.cost_usd ?? 0)}
-              tokens={days.map((d) => byDay.get(d)?.total_tokens ?? 0)}
+              series={[
+                { label: 'Cost (USD)', scale: 'usd', values: days.map((d) => byDay.get(d)?.cost_usd ?? 0) },
+                {
+                  label: 'Tokens',
+                  scale: 'tokens',
+                  values: days.map((d) => byDay.get(d)?.total_tokens ?? 0),
+                },
+              ]}
             />
           )}
           <p>

@@ -287,6 +287,42 @@ describe(
       assert.equal(error.status, 403);
     });
 
+    it('a key with a spending limit, an expiry and allowed models: shown, enforced and edited', async () => {
+      await go(page, 'API keys');
+      await page.getByLabel('Key name').fill('budget');
+      await page.getByLabel('Spending limit in USD', { exact: true }).fill('1');
+      await page.getByLabel('Limit resets', { exact: true }).selectOption('daily');
+      await page.getByLabel('Expires (UTC)', { exact: true }).fill('2099-01-01T00:00');
+      await page.getByLabel('Allowed models', { exact: true }).fill('model-b');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      const budgetKey = await page.getByLabel('Secret key').inputValue();
+      const row = page.getByRole('row').filter({ hasText: 'budget' });
+      await row.filter({ hasText: '$1.00 per day, $1.00 left' }).filter({ hasText: 'model-b' }).waitFor();
+      const client = new OpenAI({ apiKey: budgetKey, baseURL: `${server.url}/v1`, maxRetries: 0 });
+      const ask = (model: string) =>
+        client.chat.completions
+          .create({ model, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] })
+          .then(
+            () => 200,
+            (e: unknown) => (e instanceof APIError ? `${e.status} ${e.message}` : String(e)),
+          );
+      assert.equal(await ask('model-b'), 200);
+      assert.match(String(await ask('model-a')), /^403 .*allowed models rule permits only model-b/);
+      const own = await (
+        await fetch(`${server.url}/api/key`, { headers: { authorization: `Bearer ${budgetKey}` } })
+      ).json();
+      assert.equal(own.expires_at, '2099-01-01T00:00:00.000Z');
+
+      await page.getByRole('button', { name: 'Edit controls of budget' }).click();
+      const limit = page.getByLabel('Spending limit in USD (edit)', { exact: true });
+      assert.equal(await limit.inputValue(), '1', 'the form starts from the key as it is');
+      await limit.fill('0');
+      await page.getByLabel('Allowed models (edit)', { exact: true }).fill('');
+      await page.getByRole('button', { name: 'Save controls' }).click();
+      await row.filter({ hasText: '$0.00 per day' }).filter({ hasText: 'all' }).waitFor();
+      assert.match(String(await ask('model-a')), /^402 .*spending limit of \$0\.000000 per day/);
+    });
+
     it('a cookie request without the CSRF token is refused', async () => {
       const status = await page.evaluate(async () => {
         const response = await fetch('/api/keys', {

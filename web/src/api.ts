@@ -78,6 +78,15 @@ export interface ApiKey {
   allowed_ips: string[] | null;
   created_at: string;
   revoked_at: string | null;
+  /** Per-key controls (null: no such rule). */
+  limit_usd: number | null;
+  limit_period: 'daily' | 'weekly' | 'monthly' | 'never' | null;
+  expires_at: string | null;
+  allowed_models: string[] | null;
+  /** A limited active key's spend this period and what remains (null otherwise). */
+  spent_this_period_usd?: number | null;
+  remaining_usd?: number | null;
+  resets_at?: string | null;
 }
 
 export interface IssuedKey {

@@ -2,6 +2,14 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { api, type ApiKey, dateTime, type IssuedKey, type List } from '../api.ts';
 import { ErrorMessage, Field, Notice, Section, TableWrap } from '../ui.tsx';
+import {
+  ControlsFields,
+  type ControlsDraft,
+  controlsBody,
+  describeLimit,
+  draftOf,
+  EMPTY_CONTROLS,
+} from './KeyControls.tsx';
 
 /** A secret shown once, with a copy button and the warning that it will not be shown again. */
 export function SecretOnce({ issued, what }: { issued: IssuedKey; what: string }) {
@@ -36,6 +44,8 @@ export function Keys() {
   const [ips, setIps] = useState('');
   const [issued, setIssued] = useState<{ key: IssuedKey; what: string } | null>(null);
   const [confirming, setConfirming] = useState<string | null>(null);
+  const [controls, setControls] = useState<ControlsDraft>(EMPTY_CONTROLS);
+  const [editing, setEditing] = useState<{ id: string; draft: ControlsDraft } | null>(null);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['keys'] });
   const create = useMutation({
     mutationFn: () => {
@@ -45,13 +55,18 @@ export function Keys() {
         .filter(Boolean);
       return api<IssuedKey>('/api/keys', {
         method: 'POST',
-        body: { name: name.trim() || 'unnamed', ...(allowed.length ? { allowed_ips: allowed } : {}) },
+        body: {
+          name: name.trim() || 'unnamed',
+          ...(allowed.length ? { allowed_ips: allowed } : {}),
+          ...controlsBody(controls, false),
+        },
       });
     },
     onSuccess: async (key) => {
       setIssued({ key, what: 'New key' });
       setName('');
       setIps('');
+      setControls(EMPTY_CONTROLS);
       await refresh();
     },
   });
@@ -67,6 +82,17 @@ export function Keys() {
       api<IssuedKey>(`/api/keys/${encodeURIComponent(id)}/rotate`, { method: 'POST' }),
     onSuccess: async (key) => {
       setIssued({ key, what: 'New secret for key' });
+      await refresh();
+    },
+  });
+  const change = useMutation({
+    mutationFn: (edit: { id: string; draft: ControlsDraft }) =>
+      api<ApiKey>(`/api/keys/${encodeURIComponent(edit.id)}`, {
+        method: 'PATCH',
+        body: controlsBody(edit.draft, true),
+      }),
+    onSuccess: async () => {
+      setEditing(null);
       await refresh();
     },
   });
@@ -92,6 +118,7 @@ export function Keys() {
             placeholder="203.0.113.7, 10.0.0.0/8"
             hint="Comma-separated addresses or CIDR blocks; empty allows any address."
           />
+          <ControlsFields draft={controls} onChange={setControls} />
           <button type="submit" disabled={create.isPending}>
             Create key
           </button>
@@ -99,7 +126,7 @@ export function Keys() {
         <ErrorMessage error={create.error} />
       </Section>
       <Section title="Your keys">
-        <ErrorMessage error={keys.error ?? revoke.error ?? rotate.error} />
+        <ErrorMessage error={keys.error ?? revoke.error ?? rotate.error ?? change.error} />
         <TableWrap label="Your keys">
           <table>
             <thead>
@@ -109,6 +136,9 @@ export function Keys() {
                 <th scope="col">Status</th>
                 <th scope="col">Created</th>
                 <th scope="col">Allowed IPs</th>
+                <th scope="col">Spending limit</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Models</th>
                 <th scope="col">Actions</th>
               </tr>
             </thead>
@@ -122,9 +152,19 @@ export function Keys() {
                   <td>{key.status === 'active' ? 'active' : `revoked ${dateTime(key.revoked_at)}`}</td>
                   <td>{dateTime(key.created_at)}</td>
                   <td>{key.allowed_ips?.join(', ') ?? 'any'}</td>
+                  <td>{describeLimit(key)}</td>
+                  <td>{key.expires_at ? dateTime(key.expires_at) : 'never'}</td>
+                  <td>{key.allowed_models?.join(', ') ?? 'all'}</td>
                   <td className="actions">
                     {key.status === 'active' && confirming !== key.id && (
                       <>
+                        <button
+                          type="button"
+                          className="secondary"
+                          onClick={() => setEditing({ id: key.id, draft: draftOf(key) })}
+                        >
+                          Edit controls of {key.name}
+                        </button>
                         <button type="button" className="secondary" onClick={() => rotate.mutate(key.id)}>
                           Rotate {key.name}
                         </button>
@@ -150,6 +190,29 @@ export function Keys() {
             </tbody>
           </table>
         </TableWrap>
+        {editing && (
+          <form
+            className="inline-form"
+            aria-label={`Controls of ${keys.data?.data.find((k) => k.id === editing.id)?.name ?? 'the key'}`}
+            onSubmit={(event) => {
+              event.preventDefault();
+              change.mutate(editing);
+            }}
+          >
+            <ControlsFields
+              draft={editing.draft}
+              onChange={(draft) => setEditing({ ...editing, draft })}
+              suffix="(edit)"
+            />
+            <button type="submit" disabled={change.isPending}>
+              Save controls
+            </button>{' '}
+            <button type="button" className="secondary" onClick={() => setEditing(null)}>
+              Cancel
+            </button>
+          </form>
+        )}
+        {change.isSuccess && !editing && <Notice>The key's controls are saved.</Notice>}
         {revoke.isSuccess && <Notice>The key is revoked.</Notice>}
       </Section>
     </>

@@ -308,9 +308,9 @@ describe(
           );
       assert.equal(await ask('model-b'), 200);
       assert.match(String(await ask('model-a')), /^403 .*allowed models rule permits only model-b/);
-      const own = await (
+      const own = (await (
         await fetch(`${server.url}/api/key`, { headers: { authorization: `Bearer ${budgetKey}` } })
-      ).json();
+      ).json()) as { expires_at: string };
       assert.equal(own.expires_at, '2099-01-01T00:00:00.000Z');
 
       await page.getByRole('button', { name: 'Edit controls of budget' }).click();

@@ -1,0 +1,27 @@
+import type { IncomingMessage } from 'node:http';
+import type { Admitted } from '../gateway/chat-gateway.ts';
+import type { ChatCompletion } from '../gateway/chat-types.ts';
+import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
+import type { GatewayError } from '../shared/gateway-error.ts';
+
+/**
+ * A client protocol: how its requests become the canonical chat request and how the canonical answer and stream
+ * events go back out in its wire format. The pipeline behind every front door is the same (ChatGateway).
+ */
+export interface FrontDoor {
+  /** The API key the client sent, in its protocol's header. */
+  token(req: IncomingMessage): string | undefined;
+  /** Takes one parsed body: the canonical request's body (chat-completions shape) and the answer's encoders. */
+  exchange(body: unknown): Exchange;
+  /** A failure as this protocol's error object. */
+  errorBody(error: GatewayError, requestId: string): unknown;
+}
+
+export interface Exchange {
+  /** The chat-completions body the gateway validates and sends upstream. */
+  chatBody: unknown;
+  /** Only count the prompt's tokens and answer with this (Messages' count_tokens); the model is not called. */
+  countOnly?: (inputTokens: number) => unknown;
+  streamSink(text: TextSink, admitted: Admitted): StreamSink;
+  answer(completion: ChatCompletion, admitted: Admitted): unknown;
+}

@@ -22,7 +22,7 @@ const WEATHER = {
   name: 'get_weather',
   description: 'The weather in a city',
   parameters: {
-    type: 'object',
+    type: 'object' as const,
     properties: { city: { type: 'string' } },
     required: ['city'],
     additionalProperties: false,

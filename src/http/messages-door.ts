@@ -151,7 +151,7 @@ function addMessage(messages: Json[], message: unknown, index: number): void {
         calls.push({
           id: block['id'],
           type: 'function',
-          function: { name: block['name'], arguments: JSON.stringify(block['input'] ?? {}) },
+          function: { name: block['name'], arguments: inputArguments(block['input'], where) },
         });
         return;
       case 'tool_result': {
@@ -179,6 +179,19 @@ function addMessage(messages: Json[], message: unknown, index: number): void {
     messages.push(turn);
   } else if (hasText || messages.at(-1)?.['role'] !== 'tool') {
     messages.push({ role, content: text });
+  }
+}
+
+/** A tool_use block's input as the JSON text of a call's arguments; input nested past any real schema is a 400. */
+function inputArguments(input: unknown, at: string): string {
+  try {
+    return JSON.stringify(input ?? {});
+  } catch (error) {
+    // JSON.stringify recurses: input nested thousands of levels deep overflows the stack.
+    throw new GatewayError('invalid_request', `${at}.input: nests too deeply`, {
+      cause: error,
+      param: `${at}.input`,
+    });
   }
 }
 

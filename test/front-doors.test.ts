@@ -390,6 +390,85 @@ describe('front doors: /v1/responses and /v1/messages', () => {
     }
   });
 
+  it('chat completions, Responses and Messages share one rate limit; a refusal has each protocol’s shape', async () => {
+    // A free-trial key: 10 requests per minute, whichever front door they come through.
+    const trial = (await server.register()).key;
+    const say = { role: 'user', content: 'hi' };
+    for (let index = 0; index < 4; index += 1) {
+      const [chat, responses] = await Promise.all([
+        server.call('POST', '/v1/chat/completions', {
+          key: trial,
+          body: { model: 'model-c', messages: [say] },
+        }),
+        server.call('POST', '/v1/responses', { key: trial, body: { model: 'model-c', input: 'hi' } }),
+      ]);
+      assert.equal(chat.status, 200);
+      assert.equal(responses.status, 200);
+    }
+    for (let index = 0; index < 2; index += 1) {
+      const message = await server.call('POST', '/v1/messages', {
+        key: trial,
+        body: { model: 'model-c', max_tokens: 20, messages: [say] },
+      });
+      assert.equal(message.status, 200);
+    }
+    const refused = await server.call('POST', '/v1/messages', {
+      key: trial,
+      body: { model: 'model-c', max_tokens: 20, messages: [say] },
+    });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.type, 'error');
+    assert.equal(refused.body.error.type, 'rate_limit_error');
+    assert.match(refused.body.error.message, /requests per minute/);
+    assert.ok(Number(refused.headers.get('retry-after')) > 0);
+    const responses = await server.call('POST', '/v1/responses', {
+      key: trial,
+      body: { model: 'model-c', input: 'hi' },
+    });
+    assert.equal(responses.status, 429);
+    assert.equal(responses.body.error.code, 'rate_limit_exceeded');
+    const chat = await server.call('POST', '/v1/chat/completions', {
+      key: trial,
+      body: { model: 'model-c', messages: [say] },
+    });
+    assert.equal(chat.status, 429);
+  });
+
+  it('a client that leaves a Responses or Messages stream mid-way is settled as cancelled and frees the upstream', async () => {
+    for (const [path, body] of [
+      ['/v1/responses', { model: 'model-b', input: 'hi', stream: true }],
+      [
+        '/v1/messages',
+        { model: 'model-b', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }], stream: true },
+      ],
+    ] as const) {
+      openaiUp.script({ kind: 'slow', intervalMs: 20, chunks: 100 });
+      const abortedBefore = openaiUp.aborted;
+      const leave = new AbortController();
+      const answer = await fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: leave.signal,
+      });
+      const reader = answer.body!.getReader();
+      await reader.read();
+      leave.abort();
+      await reader.read().catch(() => {});
+      const requestId = answer.headers.get('x-request-id');
+      let row: any;
+      for (let tries = 0; tries < 100 && row === undefined; tries += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        await server.services.settlements.flush();
+        row = await opened.db.get<any>('SELECT * FROM usage_records WHERE request_id = $1', [requestId]);
+      }
+      assert.equal(row?.status, 'cancelled', path);
+      for (let tries = 0; tries < 100 && openaiUp.aborted === abortedBefore; tries += 1)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(openaiUp.aborted, abortedBefore + 1, `${path}: the upstream call was let go`);
+    }
+  });
+
   it('Responses: what Tollgate cannot serve is a 400 or 404 in OpenAI’s error shape that says why', async () => {
     const previous = await server.call('POST', '/v1/responses', {
       key,

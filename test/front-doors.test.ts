@@ -492,6 +492,13 @@ describe('front doors: /v1/responses and /v1/messages', () => {
     const noInput = await server.call('POST', '/v1/responses', { key, body: { model: 'model-c' } });
     assert.equal(noInput.status, 400);
     assert.equal(noInput.body.error.param, 'input');
+    const tooMany = await server.call('POST', '/v1/responses', {
+      key,
+      body: { model: 'model-c', input: 'hi', max_output_tokens: -1 },
+    });
+    assert.equal(tooMany.status, 400);
+    assert.equal(tooMany.body.error.param, 'max_output_tokens', 'named as the client named it');
+    assert.match(tooMany.body.error.message, /^max_output_tokens /);
     const unknown = await server.call('POST', '/v1/responses', { key, body: { model: 'nope', input: 'hi' } });
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body.error.code, 'model_not_found');

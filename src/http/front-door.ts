@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Admitted } from '../gateway/chat-gateway.ts';
 import type { ChatCompletion } from '../gateway/chat-types.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
-import type { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../shared/gateway-error.ts';
 
 /**
  * A client protocol: how its requests become the canonical chat request and how the canonical answer and stream
@@ -24,4 +24,28 @@ export interface Exchange {
   countOnly?: (inputTokens: number) => unknown;
   streamSink(text: TextSink, admitted: Admitted): StreamSink;
   answer(completion: ChatCompletion, admitted: Admitted): unknown;
+}
+
+/**
+ * A validation error of the chat-completions body, renamed into the field names of the protocol the client sent:
+ * `renames` maps a chat field (the start of the error's `param` and message) to the client's own.
+ */
+export function renameFields(
+  error: GatewayError,
+  renames: readonly (readonly [string, string])[],
+): GatewayError {
+  const param = error.param;
+  if (param === null) return error;
+  for (const [from, to] of renames) {
+    if (param !== from && !param.startsWith(`${from}.`) && !param.startsWith(`${from}[`)) continue;
+    const message = error.message.startsWith(from) ? to + error.message.slice(from.length) : error.message;
+    return new GatewayError(error.code, message, {
+      cause: error,
+      status: error.status,
+      headers: error.headers,
+      param: to + param.slice(from.length),
+      ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
+    });
+  }
+  return error;
 }

@@ -4,7 +4,7 @@ import type { ChatChunk, ChatCompletion, FinishReason, Usage } from '../gateway/
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { bearerToken } from './auth-hook.ts';
-import type { FrontDoor } from './front-door.ts';
+import { type FrontDoor, renameFields } from './front-door.ts';
 
 /**
  * The Anthropic Messages API front door (POST /v1/messages, POST /v1/messages/count_tokens): a Messages request
@@ -50,7 +50,10 @@ function errorType(status: number): string {
 
 const errorBody = (error: GatewayError, requestId: string): Json => ({
   type: 'error',
-  error: { type: errorType(error.status), message: error.message },
+  error: {
+    type: errorType(error.status),
+    message: renameFields(error, [['stop', 'stop_sequences']]).message,
+  },
   request_id: requestId,
 });
 

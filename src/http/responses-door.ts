@@ -4,7 +4,7 @@ import type { ChatChunk, FinishReason, ToolCall, Usage } from '../gateway/chat-t
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { bearerToken } from './auth-hook.ts';
-import type { FrontDoor } from './front-door.ts';
+import { type FrontDoor, renameFields } from './front-door.ts';
 
 /**
  * The OpenAI Responses API front door (POST /v1/responses): a Responses request becomes a chat-completions body
@@ -51,8 +51,15 @@ export const responsesDoor: FrontDoor = {
       },
     };
   },
-  errorBody: (error) => error.toBody(),
+  errorBody: (error) => renameFields(error, RESPONSES_FIELDS).toBody(),
 };
+
+/** Chat-completions fields as the Responses API names them, for validation errors. */
+const RESPONSES_FIELDS = [
+  ['max_tokens', 'max_output_tokens'],
+  ['response_format', 'text.format'],
+  ['messages', 'input'],
+] as const;
 
 /** A Responses request as the chat-completions body the gateway validates; 400 for what cannot be served. */
 function toChatBody(body: unknown): Json {

@@ -42,7 +42,7 @@ export const responsesDoor: FrontDoor = {
         return responseObject(
           echo,
           admitted,
-          `resp_${completion.id.replace(/^chatcmpl-/, '')}`,
+          itemId('resp'),
           completion.created,
           statusOf(choice?.finish_reason ?? null),
           output,

@@ -504,6 +504,84 @@ describe('front doors: /v1/responses and /v1/messages', () => {
     assert.equal(unknown.body.error.code, 'model_not_found');
   });
 
+  it('malformed Responses and Messages bodies are 400s in each protocol’s shape, never a 500', async () => {
+    const say = [{ role: 'user', content: 'hi' }];
+    const responses: unknown[] = [
+      [],
+      'text',
+      { model: 'model-c', input: 42 },
+      { model: 'model-c', input: [42] },
+      { model: 'model-c', input: [{ role: 'robot', content: 'hi' }] },
+      { model: 'model-c', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] },
+      { model: 'model-c', input: [{ role: 'user', content: { text: 'hi' } }] },
+      { model: 'model-c', input: [{ type: 'function_call', name: 'f' }] },
+      { model: 'model-c', input: [{ type: 'function_call_output', output: 'x' }] },
+      { model: 'model-c', input: [{ type: 'item_reference', id: 'msg_1' }] },
+      { model: 'model-c', input: [{ type: 'function_call_output', call_id: 'c', output: { no: 1 } }] },
+      { model: 'model-c', input: 'hi', instructions: ['x'] },
+      { model: 'model-c', input: 'hi', tools: 'all' },
+      { model: 'model-c', input: 'hi', tools: [{ type: 'function' }] },
+      { model: 'model-c', input: 'hi', tools: [null] },
+      { model: 'model-c', input: 'hi', tool_choice: { type: 'file_search' } },
+      { model: 'model-c', input: 'hi', text: { format: { type: 'yaml' } } },
+      { model: 'model-c', input: 'hi', temperature: 'hot' },
+      { model: 'model-c', input: 'hi', stream: 'yes' },
+    ];
+    for (const body of responses) {
+      const answer = await server.call('POST', '/v1/responses', { key, body });
+      assert.equal(answer.status, 400, `${JSON.stringify(body)}: ${JSON.stringify(answer.body)}`);
+      assert.equal(answer.body.error.type, 'invalid_request_error');
+      assert.equal(typeof answer.body.error.message, 'string');
+    }
+    const messages: unknown[] = [
+      [],
+      { model: 'model-c', max_tokens: 5 },
+      { model: 'model-c', max_tokens: 5, messages: [] },
+      { model: 'model-c', max_tokens: 5, messages: ['hi'] },
+      { model: 'model-c', max_tokens: 5, messages: [{ role: 'system', content: 'hi' }] },
+      { model: 'model-c', max_tokens: 5, messages: [{ role: 'user', content: 7 }] },
+      { model: 'model-c', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'image' }] }] },
+      { model: 'model-c', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'text' }] }] },
+      {
+        model: 'model-c',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: [{ type: 'tool_use', id: 'a', name: 'f' }] }],
+      },
+      {
+        model: 'model-c',
+        max_tokens: 5,
+        messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 1 }] }],
+      },
+      { model: 'model-c', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'tool_result' }] }] },
+      {
+        model: 'model-c',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: { x: 1 } }] }],
+      },
+      { model: 'model-c', max_tokens: 5, messages: say, system: 5 },
+      { model: 'model-c', max_tokens: 5, messages: say, system: [{ type: 'image' }] },
+      { model: 'model-c', max_tokens: 'many', messages: say },
+      { model: 'model-c', max_tokens: 5, messages: say, tools: {} },
+      { model: 'model-c', max_tokens: 5, messages: say, tools: [{ description: 'no name' }] },
+      { model: 'model-c', max_tokens: 5, messages: say, tool_choice: 'auto' },
+      { model: 'model-c', max_tokens: 5, messages: say, tool_choice: { type: 'tool' } },
+      { model: 'model-c', max_tokens: 5, messages: say, stop_sequences: 'END' },
+      { model: 'model-c', max_tokens: 5, messages: say, temperature: -1 },
+    ];
+    for (const body of messages) {
+      const answer = await server.call('POST', '/v1/messages', { key, body });
+      assert.equal(answer.status, 400, `${JSON.stringify(body)}: ${JSON.stringify(answer.body)}`);
+      assert.equal(answer.body.type, 'error');
+      assert.equal(answer.body.error.type, 'invalid_request_error');
+    }
+    // A tool_use input nested 20 000 levels deep: JSON.parse takes it, JSON.stringify would overflow the stack.
+    const tooDeep = await server.call('POST', '/v1/messages', {
+      key,
+      body: `{"model":"model-c","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}}]}]}`,
+    });
+    assert.equal(tooDeep.status, 400, JSON.stringify(tooDeep.body).slice(0, 200));
+  });
+
   it('Messages: errors in Anthropic’s shape with the right statuses, as the SDK reads them', async () => {
     const missing = await server.call('POST', '/v1/messages', {
       key,

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { Socket } from 'node:net';
+import fastifyCookie from '@fastify/cookie';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import './http/fastify-types.ts';
 import { installAuth } from './http/auth-hook.ts';
@@ -14,7 +15,11 @@ import { billingRoutes } from './http/routes/billing-routes.ts';
 import { webhookRoutes } from './http/routes/webhook-routes.ts';
 import { keyRoutes } from './http/routes/key-routes.ts';
 import { publicRoutes } from './http/routes/public-routes.ts';
+import { sessionRoutes } from './http/routes/session-routes.ts';
+import { dashboardRoutes } from './http/routes/dashboard-routes.ts';
 import { usageRoutes } from './http/routes/usage-routes.ts';
+import { webApp } from './http/web-app.ts';
+import { cookieSecure } from './http/session-cookie.ts';
 import type { Services } from './services.ts';
 
 /** Request ids: a random per-process prefix and a counter, unique across instances and restarts. */
@@ -75,15 +80,19 @@ export function createApp(services: Services): FastifyInstance {
     reply.header('x-request-id', request.id);
   });
   installErrorHandling(app, routes);
-  installAuth(app, services.accounts);
+  void app.register(fastifyCookie);
+  installAuth(app, services.accounts, { service: services.sessions, config: services.config });
 
   publicRoutes(app, services);
   authRoutes(app, services);
+  sessionRoutes(app, services);
+  dashboardRoutes(app, services);
   keyRoutes(app, services);
   accountRoutes(app, services);
   adminRoutes(app, services);
   usageRoutes(app, services);
   billingRoutes(app, services);
   webhookRoutes(app, services);
+  webApp(app, { secure: cookieSecure(services.config) });
   return app;
 }

@@ -60,6 +60,7 @@ async function main(): Promise<void> {
     [
       `Tollgate listening on ${address} (data: ${where})`,
       adminSecret ? `Admin key (shown once, keep it): ${adminSecret}` : undefined,
+      `Dashboard: open ${config.publicUrl ?? address}/ in a browser to register, sign in and manage keys, usage, billing and webhooks`,
       `Register: curl -s ${config.publicUrl ?? address}/api/auth/register -H 'content-type: application/json' -d '{"email":"you@example.com","password":"a-long-password"}'`,
       '',
     ]

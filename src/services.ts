@@ -9,6 +9,7 @@ import { SettlementQueue } from './billing/settlement-queue.ts';
 import { ChatGateway } from './gateway/chat-gateway.ts';
 import { createHoldRecoveryJob, createRetentionJob, Scheduler } from './jobs/scheduler.ts';
 import type { Limiter } from './limits/limiter.ts';
+import { type SessionPolicy, SessionsService } from './accounts/sessions-service.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
 import { Metrics } from './observability/metrics.ts';
 import { createProvider } from './providers/create-provider.ts';
@@ -58,6 +59,8 @@ export interface Services {
   cache: KeyCache;
   bus: Bus;
   accounts: AccountsService;
+  /** Dashboard sign-in: sessions, password reset and change. */
+  sessions: SessionsService;
   gateway: ChatGateway;
   router: Router;
   limiter: Limiter;
@@ -96,6 +99,8 @@ export interface ServicesOptions {
   webhookRetryDelaysMs?: readonly number[];
   /** Stripe's API address, for stripe-mock or tests. */
   stripeApiBase?: string;
+  /** Session lifetimes and sign-in throttling (tests shorten or loosen them). */
+  sessionPolicy?: Partial<SessionPolicy>;
 }
 
 /** Sign-up and verification attempts allowed per client address per minute. */
@@ -122,6 +127,15 @@ export function createServices(options: ServicesOptions): Services {
   const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger, limiter });
   const startedAt = clock();
   const metrics = new Metrics();
+  const sessions = new SessionsService({
+    store,
+    config,
+    clock,
+    mailer,
+    limiter,
+    logger,
+    ...(options.sessionPolicy ? { policy: options.sessionPolicy } : {}),
+  });
   const providers = new Map<string, Provider>(
     [...config.providers.values()].map((provider) => [
       provider.id,
@@ -251,6 +265,7 @@ export function createServices(options: ServicesOptions): Services {
     cache,
     bus,
     accounts,
+    sessions,
     gateway,
     router,
     limiter,
@@ -315,6 +330,7 @@ export function createServices(options: ServicesOptions): Services {
       scheduler.start([
         createRetentionJob(store, clock, config.retentionDays, logger),
         createHoldRecoveryJob(store, clock, logger),
+        sessions.sweepJob(),
       ]);
       dispatcher.start();
     },

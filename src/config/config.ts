@@ -45,7 +45,7 @@ export interface ParamPolicy {
   defaults: readonly (readonly [string, unknown])[];
 }
 
-export type ProviderType = 'openai' | 'anthropic' | 'simulator';
+export type ProviderType = 'openai' | 'anthropic' | 'gemini' | 'simulator';
 
 export interface ProviderConfig {
   id: string;

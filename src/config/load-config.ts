@@ -28,7 +28,7 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 type Obj = Record<string, unknown>;
 
-const PROVIDER_TYPES: readonly ProviderType[] = ['openai', 'anthropic', 'simulator'];
+const PROVIDER_TYPES: readonly ProviderType[] = ['openai', 'anthropic', 'gemini', 'simulator'];
 const FAILURE_POLICIES: readonly LimiterFailurePolicy[] = ['local', 'allow', 'deny'];
 
 /** Builds the frozen configuration from the environment and the YAML file `TOLLGATE_CONFIG` names. */

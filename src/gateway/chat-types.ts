@@ -22,6 +22,15 @@ export interface ToolDefinition {
   function: { name: string; description?: string; parameters?: Record<string, unknown> };
 }
 
+/** `response_format`: free text, any JSON object, or an instance of the given JSON Schema. */
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      json_schema: { name: string; description?: string; schema: Record<string, unknown>; strict?: boolean };
+    };
+
 export type ToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
 
 /** A validated chat request: typed fields for the gateway, and the body as sent for pass-through. */
@@ -39,6 +48,8 @@ export interface ChatRequest {
   stop: string[] | undefined;
   tools: ToolDefinition[] | undefined;
   toolChoice: ToolChoice | undefined;
+  /** Structured output asked for; undefined when absent or `{"type":"text"}`. */
+  responseFormat?: ResponseFormat | undefined;
   /** The request body exactly as the client sent it (fields the spec does not list included). */
   body: Record<string, unknown>;
 }

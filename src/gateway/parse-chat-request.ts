@@ -1,6 +1,14 @@
 import type { ModelConfig } from '../config/config.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
-import type { ChatMessage, ChatRequest, Role, ToolCall, ToolChoice, ToolDefinition } from './chat-types.ts';
+import type {
+  ChatMessage,
+  ChatRequest,
+  ResponseFormat,
+  Role,
+  ToolCall,
+  ToolChoice,
+  ToolDefinition,
+} from './chat-types.ts';
 
 const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'developer', 'user', 'assistant', 'tool']);
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -90,6 +98,7 @@ export function parseChatRequest(
   const stop = parseStop(body['stop']);
   const tools = parseTools(body['tools']);
   const toolChoice = parseToolChoice(body['tool_choice'], tools);
+  const responseFormat = parseResponseFormat(body['response_format']);
   const n = body['n'];
   if (n !== undefined && n !== null && n !== 1) throw invalid('n must be 1 (one choice per request)');
 
@@ -106,6 +115,7 @@ export function parseChatRequest(
       stop,
       tools,
       toolChoice,
+      responseFormat,
       body,
     },
   };
@@ -257,4 +267,27 @@ function parseToolChoice(raw: unknown, tools: ToolDefinition[] | undefined): Too
     return { type: 'function', function: { name } };
   }
   throw invalid('tool_choice must be "none", "auto", "required" or {"type":"function","function":{"name"}}');
+}
+
+function parseResponseFormat(raw: unknown): ResponseFormat | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const kind = isObject(raw) ? raw['type'] : undefined;
+  if (kind === 'text') return undefined;
+  if (kind === 'json_object') return { type: 'json_object' };
+  if (kind !== 'json_schema' || !isObject(raw))
+    throw invalid('response_format.type must be "text", "json_object" or "json_schema"');
+  const spec = raw['json_schema'];
+  if (!isObject(spec) || typeof spec['name'] !== 'string' || !FUNCTION_NAME.test(spec['name']))
+    throw invalid('response_format.json_schema.name must be 1-64 letters, digits, _ or -');
+  if (spec['schema'] !== undefined && !isObject(spec['schema']))
+    throw invalid('response_format.json_schema.schema must be a JSON Schema object');
+  if (spec['strict'] !== undefined && spec['strict'] !== null && typeof spec['strict'] !== 'boolean')
+    throw invalid('response_format.json_schema.strict must be a boolean');
+  const format: ResponseFormat = {
+    type: 'json_schema',
+    json_schema: { name: spec['name'], schema: isObject(spec['schema']) ? spec['schema'] : {} },
+  };
+  if (typeof spec['description'] === 'string') format.json_schema.description = spec['description'];
+  if (typeof spec['strict'] === 'boolean') format.json_schema.strict = spec['strict'];
+  return format;
 }

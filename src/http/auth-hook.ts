@@ -1,7 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { AccountsService } from '../accounts/accounts-service.ts';
+import type { SessionsService } from '../accounts/sessions-service.ts';
+import type { Config } from '../config/config.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { asUser } from './routes/principal.ts';
+import { CSRF_HEADER, SAFE_METHODS, sessionCookie } from './session-cookie.ts';
 
 /** Reads `Authorization: Bearer <key>`; undefined when absent or of another scheme. */
 export function bearerToken(header: string | undefined): string | undefined {
@@ -10,13 +13,46 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-/** Authenticates every route whose config asks for a key, before its handler runs. */
-export function installAuth(app: FastifyInstance, accounts: AccountsService): void {
+/**
+ * Authenticates every route whose config asks for it, before its handler runs: by a key in `Authorization`
+ * or, with no such header, by the dashboard's session cookie. A cookie request that changes anything must
+ * carry its session's CSRF token in `X-CSRF-Token` (403 without it).
+ */
+export function installAuth(
+  app: FastifyInstance,
+  accounts: AccountsService,
+  sessions?: { service: SessionsService; config: Config },
+): void {
   app.decorateRequest('principal', undefined);
+  app.decorateRequest('sessionUser', undefined);
   app.addHook('onRequest', async (request) => {
     const auth = request.routeOptions.config.auth ?? 'none';
     if (auth === 'none') return;
-    const principal = await accounts.authenticate(bearerToken(request.headers.authorization), request.ip);
+    const bearer = bearerToken(request.headers.authorization);
+    const cookie =
+      sessions && (auth === 'session' || bearer === undefined)
+        ? sessionCookie(request, sessions.config)
+        : undefined;
+    if (sessions && cookie !== undefined) {
+      const found = await sessions.service.authenticate(cookie);
+      if (!found) throw new GatewayError('unauthorized', 'the session has ended; sign in again');
+      if (auth === 'admin') throw new GatewayError('forbidden', 'this route needs the admin key');
+      if (found.account.status === 'suspended')
+        throw new GatewayError('forbidden', 'this account is suspended');
+      const token = request.headers[CSRF_HEADER];
+      if (
+        !SAFE_METHODS.has(request.method) &&
+        !sessions.service.csrfMatches(found.session, typeof token === 'string' ? token : undefined)
+      )
+        throw new GatewayError(
+          'forbidden',
+          `a signed-in request that changes something needs the ${CSRF_HEADER} header`,
+        );
+      request.sessionUser = found;
+      return;
+    }
+    if (auth === 'session') throw new GatewayError('unauthorized', 'not signed in');
+    const principal = await accounts.authenticate(bearer, request.ip);
     if (auth === 'admin' && principal.kind !== 'admin')
       throw new GatewayError('forbidden', 'this route needs the admin key');
     if (auth === 'user') asUser(principal);

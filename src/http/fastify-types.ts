@@ -1,11 +1,17 @@
 import type { Principal } from '../accounts/accounts-service.ts';
+import type { SessionUser } from './session-cookie.ts';
 
-/** Who may call a route: anyone, a user's key, the admin key, or either key. */
-export type RouteAuth = 'none' | 'user' | 'admin' | 'any';
+/**
+ * Who may call a route: anyone, a user's key (or dashboard session), the admin key, either key, or only a
+ * dashboard session (sign-out, password change).
+ */
+export type RouteAuth = 'none' | 'user' | 'admin' | 'any' | 'session';
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | undefined;
+    /** Set instead of `principal` when the request came with the dashboard's session cookie. */
+    sessionUser: SessionUser | undefined;
   }
   interface FastifyContextConfig {
     auth?: RouteAuth;

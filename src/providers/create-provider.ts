@@ -1,5 +1,6 @@
 import type { ProviderConfig, TimeoutsConfig } from '../config/config.ts';
 import { createAnthropicProvider } from './anthropic/anthropic-provider.ts';
+import { createGeminiProvider } from './gemini/gemini-provider.ts';
 import { createOpenAIProvider } from './openai/openai-provider.ts';
 import type { Provider } from './provider.ts';
 import { createSimulatorProvider } from './simulator/simulator-provider.ts';
@@ -11,6 +12,8 @@ export function createProvider(config: ProviderConfig, timeouts: TimeoutsConfig)
       return createOpenAIProvider(config, timeouts);
     case 'anthropic':
       return createAnthropicProvider(config, timeouts);
+    case 'gemini':
+      return createGeminiProvider(config, timeouts);
     case 'simulator':
       return createSimulatorProvider({
         id: config.id,

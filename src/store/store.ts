@@ -7,6 +7,7 @@ import { createSqliteDb } from './sqlite/sqlite-db.ts';
 import { SystemRepo } from './system-repo.ts';
 import { UsageRepo } from './usage-repo.ts';
 import { PaymentsRepo } from './payments-repo.ts';
+import { SessionsRepo } from './sessions-repo.ts';
 import { WebhooksRepo } from './webhooks-repo.ts';
 
 /** Everything Tollgate keeps, by domain; the same SQL runs on SQLite and PostgreSQL. */
@@ -18,6 +19,7 @@ export interface Store {
   readonly payments: PaymentsRepo;
   readonly webhooks: WebhooksRepo;
   readonly system: SystemRepo;
+  readonly sessions: SessionsRepo;
   /** Runs fn with a store whose every repository works inside one transaction. */
   transaction<T>(fn: (store: Store) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -33,6 +35,7 @@ export function createStore(db: Db, options: { secrets?: SecretBox } = {}): Stor
     payments: new PaymentsRepo(db),
     webhooks: new WebhooksRepo(db, options.secrets),
     system: new SystemRepo(db),
+    sessions: new SessionsRepo(db),
     transaction: (fn) => db.transaction((tx) => fn(createStore(tx, options))),
     close: () => db.close(),
   };

@@ -24,6 +24,28 @@ const GROUP_COLUMN: Record<UsageGroup, string> = { day: 'day', model: 'model', k
 const DAY_MS = 86_400_000;
 
 /** Usage records, the daily rollup they feed, statistics over it, and retention. */
+/** One day and model of an account's usage. */
+export interface DayModelRow {
+  day: string;
+  model: string;
+  requests: number;
+  tokens: number;
+  costMicros: number;
+}
+
+/** One request as the dashboard's recent-requests table shows it. */
+export interface RecentRequest {
+  requestId: string;
+  keyId: string;
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
+  costMicros: number;
+  status: string;
+  latencyMs: number;
+  createdAt: number;
+}
+
 export class UsageRepo {
   readonly #db: Db;
   constructor(db: Db) {
@@ -125,5 +147,56 @@ export class UsageRepo {
 
   async record(requestId: string): Promise<Record<string, unknown> | undefined> {
     return this.#db.get('SELECT * FROM usage_records WHERE request_id = $1', [requestId]);
+  }
+  /** The account's most recent requests, newest first (counts only: request content is never stored). */
+  async recent(accountId: string, limit: number): Promise<RecentRequest[]> {
+    const rows = await this.#db.all<{
+      request_id: string;
+      key_id: string;
+      model: string;
+      prompt_tokens: number;
+      completion_tokens: number;
+      cost_micros: number;
+      status: string;
+      latency_ms: number;
+      created_at: number;
+    }>(
+      `SELECT request_id, key_id, model, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, created_at
+       FROM usage_records WHERE account_id = $1 ORDER BY created_at DESC, request_id LIMIT $2`,
+      [accountId, limit],
+    );
+    return rows.map((row) => ({
+      requestId: row.request_id,
+      keyId: row.key_id,
+      model: row.model,
+      promptTokens: Number(row.prompt_tokens),
+      completionTokens: Number(row.completion_tokens),
+      costMicros: Number(row.cost_micros),
+      status: row.status,
+      latencyMs: Number(row.latency_ms),
+      createdAt: Number(row.created_at),
+    }));
+  }
+  /** The account's cost and tokens per UTC day and model between two days (inclusive): the overview's chart. */
+  async dailyByModel(accountId: string, fromDay: string, toDay: string): Promise<DayModelRow[]> {
+    const rows = await this.#db.all<{
+      day: string;
+      model: string;
+      requests: number;
+      tokens: number;
+      cost: number;
+    }>(
+      `SELECT day, model, CAST(SUM(requests) AS BIGINT) AS requests,
+              CAST(SUM(prompt_tokens + completion_tokens) AS BIGINT) AS tokens, CAST(SUM(cost_micros) AS BIGINT) AS cost
+       FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day <= $3 GROUP BY day, model ORDER BY day, model`,
+      [accountId, fromDay, toDay],
+    );
+    return rows.map((row) => ({
+      day: row.day,
+      model: row.model,
+      requests: Number(row.requests),
+      tokens: Number(row.tokens),
+      costMicros: Number(row.cost),
+    }));
   }
 }

@@ -51,6 +51,18 @@ const toDelivery = (row: DeliveryRow): WebhookDelivery => ({
 });
 
 /** Webhook endpoints, the durable outbox of events, and the log of delivery attempts. */
+/** One webhook event as the dashboard's event log shows it. */
+export interface WebhookEventSummary {
+  id: string;
+  eventType: string;
+  status: string;
+  attempts: number;
+  nextAttemptAt: number;
+  createdAt: number;
+  finishedAt: number | null;
+  lastStatusCode: number | null;
+}
+
 export class WebhooksRepo {
   readonly #db: Db;
   readonly #box: SecretBox;
@@ -195,5 +207,34 @@ export class WebhooksRepo {
       `UPDATE webhook_events SET status = 'pending', next_attempt_at = $2, lease_until = 0, finished_at = NULL WHERE id = $1`,
       [eventId, now],
     );
+  }
+  /** The account's most recent events with their delivery state (the dashboard's event log). */
+  async eventsOf(accountId: string, limit: number): Promise<WebhookEventSummary[]> {
+    const rows = await this.#db.all<{
+      id: string;
+      event_type: string;
+      status: string;
+      attempts: number;
+      next_attempt_at: number;
+      created_at: number;
+      finished_at: number | null;
+      last_status_code: number | null;
+    }>(
+      `SELECT e.id, e.event_type, e.status, e.attempts, e.next_attempt_at, e.created_at, e.finished_at,
+         (SELECT d.status_code FROM webhook_deliveries d WHERE d.event_id = e.id
+          ORDER BY d.created_at DESC, d.attempt DESC LIMIT 1) AS last_status_code
+       FROM webhook_events e WHERE e.account_id = $1 ORDER BY e.created_at DESC, e.id LIMIT $2`,
+      [accountId, limit],
+    );
+    return rows.map((row) => ({
+      id: row.id,
+      eventType: row.event_type,
+      status: row.status,
+      attempts: Number(row.attempts),
+      nextAttemptAt: Number(row.next_attempt_at),
+      createdAt: Number(row.created_at),
+      finishedAt: row.finished_at === null ? null : Number(row.finished_at),
+      lastStatusCode: row.last_status_code === null ? null : Number(row.last_status_code),
+    }));
   }
 }

@@ -154,6 +154,7 @@ function checkoutPage(order: OrderRecord, nonce: string): string {
 <button id="pay">Pay (succeeds)</button>
 <button id="decline">Pay (card declined)</button>
 <pre id="out"></pre>
+<p><a href="/billing">Back to billing in the dashboard</a></p>
 <script nonce="${nonce}">
 async function pay(body) {
   const r = await fetch(location.pathname, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../../accounts/accounts-service.ts';
 import type { AccountRecord, ApiKeyRecord } from '../../store/records.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
+import type { SessionUser } from '../session-cookie.ts';
 
 /** The principal as a user key and its account; 403 for the admin key or none. */
 export function asUser(principal: Principal | undefined): { key: ApiKeyRecord; account: AccountRecord } {
@@ -9,7 +10,17 @@ export function asUser(principal: Principal | undefined): { key: ApiKeyRecord; a
   return principal;
 }
 
-/** The user principal of a route declared `auth: 'user'` (the auth hook has already enforced it). */
-export function userOf(request: FastifyRequest): { key: ApiKeyRecord; account: AccountRecord } {
+/**
+ * The account of a route declared `auth: 'user'` (the auth hook has already enforced it): the key's, or the
+ * signed-in dashboard's (then there is no key).
+ */
+export function userOf(request: FastifyRequest): { key: ApiKeyRecord | undefined; account: AccountRecord } {
+  if (request.sessionUser) return { key: undefined, account: request.sessionUser.account };
   return asUser(request.principal);
+}
+
+/** The dashboard session of a route declared `auth: 'session'`. */
+export function sessionOf(request: FastifyRequest): SessionUser {
+  if (!request.sessionUser) throw new GatewayError('unauthorized', 'not signed in');
+  return request.sessionUser;
 }

@@ -9,6 +9,7 @@ import {
   toProviderError,
 } from '../upstream-http.ts';
 import {
+  STRUCTURED_TOOL,
   type AnthropicResponse,
   type AnthropicUsage,
   anthropicPromptTokens,
@@ -64,6 +65,8 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
         usage: {} as AnthropicUsage,
         tools: new Map<number, number>(),
         stopped: false,
+        /** Block indexes of the structured-answer tool: their input streams as content. */
+        structured: new Set<number>(),
       };
       const chunk = (
         delta: ChatChunk['choices'][number]['delta'],
@@ -92,7 +95,9 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
               break;
             case 'content_block_start': {
               const block = data.content_block;
-              if (block?.type === 'tool_use') {
+              if (block?.type === 'tool_use' && block.name === STRUCTURED_TOOL) {
+                state.structured.add(data.index ?? 0);
+              } else if (block?.type === 'tool_use') {
                 const toolIndex = state.tools.size;
                 state.tools.set(data.index ?? 0, toolIndex);
                 yield chunk({
@@ -113,7 +118,9 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
             case 'content_block_delta': {
               const delta = data.delta;
               if (delta?.type === 'text_delta') yield chunk({ content: delta.text ?? '' });
-              else if (delta?.type === 'input_json_delta') {
+              else if (delta?.type === 'input_json_delta' && state.structured.has(data.index ?? 0)) {
+                if (delta.partial_json) yield chunk({ content: delta.partial_json });
+              } else if (delta?.type === 'input_json_delta') {
                 const toolIndex = state.tools.get(data.index ?? 0) ?? 0;
                 yield chunk({
                   tool_calls: [{ index: toolIndex, function: { arguments: delta.partial_json ?? '' } }],
@@ -124,8 +131,12 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
             case 'message_delta':
               // output_tokens here is the running total, not an increment.
               state.usage = { ...state.usage, ...data.usage };
-              state.stopped = true;
-              yield chunk({}, mapAnthropicStopReason(data.delta?.stop_reason));
+              {
+                state.stopped = true;
+                const finish = mapAnthropicStopReason(data.delta?.stop_reason);
+                // A forced structured answer ends in tool_use; to the client it is a finished answer.
+                yield chunk({}, finish === 'tool_calls' && state.tools.size === 0 ? 'stop' : finish);
+              }
               break;
             case 'message_stop': {
               finished = true;

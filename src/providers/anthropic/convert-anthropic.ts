@@ -6,6 +6,13 @@ import type {
   ToolCall,
   ToolChoice,
 } from '../../gateway/chat-types.ts';
+import { ProviderError } from '../provider.ts';
+
+/**
+ * The tool a structured answer comes through: the Messages API has no `response_format`, so the schema is
+ * offered as this tool's input_schema and the tool is forced; its input is the answer, sent as content.
+ */
+export const STRUCTURED_TOOL = 'structured_answer';
 
 type Block =
   | { type: 'text'; text: string }
@@ -67,13 +74,40 @@ export function convertToAnthropicRequest(
   if (request.temperature !== undefined) body['temperature'] = Math.min(1, request.temperature);
   if (request.topP !== undefined) body['top_p'] = request.topP;
   if (request.stop) body['stop_sequences'] = request.stop;
-  if (request.tools?.length && request.toolChoice !== 'none') {
-    body['tools'] = request.tools.map((tool) => ({
+  const tools: Record<string, unknown>[] = [];
+  const userTools = request.tools?.length && request.toolChoice !== 'none' ? request.tools : [];
+  for (const tool of userTools) {
+    tools.push({
       name: tool.function.name,
       ...(tool.function.description ? { description: tool.function.description } : {}),
       input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
-    }));
-    const choice = convertToolChoice(request.toolChoice);
+    });
+  }
+  let choice = userTools.length > 0 ? convertToolChoice(request.toolChoice) : undefined;
+  const format = request.responseFormat;
+  if (format) {
+    const schema = format.type === 'json_schema' ? format.json_schema.schema : { type: 'object' };
+    if (schema['type'] !== undefined && schema['type'] !== 'object')
+      // A 400 the router passes on as the client's (never retried elsewhere).
+      throw new ProviderError(
+        'status',
+        `${request.model} cannot honour response_format: its deployment takes only a JSON Schema whose root is an object`,
+        { status: 400 },
+      );
+    tools.push({
+      name: STRUCTURED_TOOL,
+      description:
+        format.type === 'json_schema'
+          ? (format.json_schema.description ?? `Give the answer as ${format.json_schema.name}.`)
+          : 'Give the answer as a JSON object.',
+      input_schema: { type: 'object', ...schema },
+    });
+    // Alone it is forced; beside the client's tools the model must call one of them or answer through it.
+    if (userTools.length === 0) choice = { type: 'tool', name: STRUCTURED_TOOL };
+    else if (choice?.['type'] === 'auto') choice = { type: 'any' };
+  }
+  if (tools.length > 0) {
+    body['tools'] = tools;
     if (choice) body['tool_choice'] = choice;
   }
   if (stream) body['stream'] = true;
@@ -143,9 +177,16 @@ export const anthropicPromptTokens = (usage: AnthropicUsage): number =>
 export function convertAnthropicResponse(response: AnthropicResponse): ChatCompletion {
   let text = '';
   const toolCalls: ToolCall[] = [];
+  let structured = false;
   for (const block of response.content) {
     if (block.type === 'text' && 'text' in block) text += block.text;
     if (block.type === 'tool_use' && 'id' in block) {
+      if (block.name === STRUCTURED_TOOL) {
+        // The structured answer is the content; text the model wrote around it is left out.
+        structured = true;
+        text = JSON.stringify(block.input ?? {});
+        continue;
+      }
       toolCalls.push({
         id: block.id,
         type: 'function',
@@ -153,8 +194,10 @@ export function convertAnthropicResponse(response: AnthropicResponse): ChatCompl
       });
     }
   }
+  if (structured && toolCalls.length > 0) text = '';
   const promptTokens = anthropicPromptTokens(response.usage);
   const completionTokens = response.usage.output_tokens ?? 0;
+  const finish = mapAnthropicStopReason(response.stop_reason);
   return {
     id: response.id,
     object: 'chat.completion',
@@ -168,7 +211,7 @@ export function convertAnthropicResponse(response: AnthropicResponse): ChatCompl
           content: toolCalls.length > 0 && text === '' ? null : text,
           ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
         },
-        finish_reason: mapAnthropicStopReason(response.stop_reason),
+        finish_reason: finish === 'tool_calls' && toolCalls.length === 0 ? 'stop' : finish,
       },
     ],
     usage: {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decode, encode } from 'gpt-tokenizer';
 import { countPromptTokens, countTextTokens } from '../../gateway/count-tokens.ts';
@@ -11,6 +11,7 @@ import type {
   ToolDefinition,
 } from '../../gateway/chat-types.ts';
 import { type Provider, ProviderError } from '../provider.ts';
+import { schemaInstance } from './schema-instance.ts';
 
 const WORDS = (
   'the gateway answers every request with care and counts each token it sends so that the ledger stays exact ' +
@@ -24,9 +25,16 @@ interface Answer {
   completionTokens: number;
 }
 
+/** Ids are unique per request (a process prefix and a counter), while answers repeat for the same request. */
+const ID_PREFIX = randomBytes(6).toString('hex');
+let idCounter = 0;
+const nextId = (): string => `${ID_PREFIX}${(++idCounter).toString(36).padStart(6, '0')}`;
+
 /**
- * A deterministic local model: the same request gets the same answer, with exact token counts. It streams
- * one word per chunk at a configured pace and answers a tools request with a well-formed tool call.
+ * A deterministic local model: the same request (and `seed`) gets the same answer, with exact token counts.
+ * It streams one word per chunk at a configured pace; it answers a tools request with a tool call whose
+ * arguments fit the tool's schema, `response_format` with valid JSON (an instance of the schema when one is
+ * given), and honours `stop`, `max_tokens`, `tool_choice` and `logprobs` as a real model would.
  */
 export function createSimulatorProvider(options: {
   id: string;
@@ -40,7 +48,7 @@ export function createSimulatorProvider(options: {
       const answer = compose(call.request);
       const promptTokens = countPromptTokens(call.request.messages, call.request.tools);
       const completion: ChatCompletion = {
-        id: completionId(call.request),
+        id: `chatcmpl-sim${nextId()}`,
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: call.upstreamModel,
@@ -51,7 +59,10 @@ export function createSimulatorProvider(options: {
               role: 'assistant',
               content: answer.toolCall ? null : answer.text,
               ...(answer.toolCall ? { tool_calls: [answer.toolCall] } : {}),
+              refusal: null,
             },
+            logprobs:
+              wantsLogprobs(call.request) && !answer.toolCall ? logprobsOf(answer.text, call.request) : null,
             finish_reason: answer.finishReason,
           },
         ],
@@ -67,7 +78,7 @@ export function createSimulatorProvider(options: {
       const answer = compose(call.request);
       const promptTokens = countPromptTokens(call.request.messages, call.request.tools);
       const base = {
-        id: completionId(call.request),
+        id: `chatcmpl-sim${nextId()}`,
         object: 'chat.completion.chunk' as const,
         created: Math.floor(Date.now() / 1000),
         model: call.upstreamModel,
@@ -90,10 +101,16 @@ export function createSimulatorProvider(options: {
         await pause(options.chunkIntervalMs, call.signal);
         yield chunk({ tool_calls: [{ index: 0, function: { arguments: fn.arguments } }] });
       } else {
-        const pieces = answer.text.split(/(?= )/);
+        const logprobs = wantsLogprobs(call.request);
+        // JSON has no spaces to split at: it streams in short runs of characters, as a model's tokens arrive.
+        const pieces = call.request.responseFormat
+          ? (answer.text.match(/[^]{1,12}/g) ?? [''])
+          : answer.text.split(/(?= )/);
         for (const [index, piece] of pieces.entries()) {
           if (index > 0) await pause(options.chunkIntervalMs, call.signal);
-          yield chunk(index === 0 ? { role: 'assistant', content: piece } : { content: piece });
+          const next = chunk(index === 0 ? { role: 'assistant', content: piece } : { content: piece });
+          if (logprobs) next.choices[0]!.logprobs = logprobsOf(piece, call.request);
+          yield next;
         }
       }
       yield chunk({}, answer.finishReason);
@@ -124,23 +141,21 @@ async function pause(ms: number, signal: AbortSignal): Promise<void> {
 function digest(request: ChatRequest): Buffer {
   const hash = createHash('sha256');
   hash.update(request.model);
+  const seed = request.body['seed'];
+  if (typeof seed === 'number') hash.update(`\u0001${seed}`);
   for (const message of request.messages) hash.update(`\u0000${message.role}\u0000${message.content ?? ''}`);
   return hash.digest();
 }
 
-function completionId(request: ChatRequest): string {
-  return `chatcmpl-sim${digest(request).toString('hex').slice(0, 20)}`;
-}
-
-/** The deterministic answer: a tool call when tools are offered and not yet used, else text. */
+/** The deterministic answer: a tool call when tools are offered and not yet used (or forced), else text or JSON. */
 function compose(request: ChatRequest): Answer {
   const seed = digest(request);
   const last = request.messages.at(-1);
-  const tool = pickTool(request);
-  if (tool && last?.role !== 'tool') {
-    const args = JSON.stringify(exampleArguments(tool));
+  const tool = pickTool(request, last?.role === 'tool');
+  if (tool) {
+    const args = JSON.stringify(schemaInstance(tool.function.parameters ?? { type: 'object' }));
     const toolCall: ToolCall = {
-      id: `call_${seed.toString('hex').slice(0, 24)}`,
+      id: `call_${nextId()}`,
       type: 'function',
       function: { name: tool.function.name, arguments: args },
     };
@@ -156,40 +171,57 @@ function compose(request: ChatRequest): Answer {
   for (let i = 0; i < wordCount; i++) words.push(WORDS[(seed[i % seed.length]! + i * 7) % WORDS.length]!);
   let text = `${last?.role === 'tool' ? 'From the tool result: ' : ''}${words.join(' ')}.`;
   text = text[0]!.toUpperCase() + text.slice(1);
-  const tokens = encode(text);
+  const format = request.responseFormat;
+  if (format?.type === 'json_object') text = JSON.stringify({ answer: text });
+  else if (format?.type === 'json_schema') text = JSON.stringify(schemaInstance(format.json_schema.schema));
+  let finishReason: FinishReason = 'stop';
+  if (request.stop) text = cutAtStop(text, request.stop);
+  let tokens = encode(text);
   if (request.maxTokens !== undefined && tokens.length > request.maxTokens) {
-    return {
-      text: decode(tokens.slice(0, request.maxTokens)),
-      toolCall: undefined,
-      finishReason: 'length',
-      completionTokens: request.maxTokens,
-    };
+    tokens = tokens.slice(0, request.maxTokens);
+    text = decode(tokens);
+    finishReason = 'length';
   }
-  return { text, toolCall: undefined, finishReason: 'stop', completionTokens: tokens.length };
+  return { text, toolCall: undefined, finishReason, completionTokens: tokens.length };
 }
 
-function pickTool(request: ChatRequest): ToolDefinition | undefined {
+/** The text up to the first stop sequence it contains (the sequence itself is not sent, as upstreams do). */
+function cutAtStop(text: string, stop: string[]): string {
+  let end = text.length;
+  for (const sequence of stop) {
+    const at = sequence === '' ? -1 : text.indexOf(sequence);
+    if (at !== -1 && at < end) end = at;
+  }
+  return text.slice(0, end);
+}
+
+/** `tool_choice`: none → no call; a named function → that one; required → a call even after a tool result. */
+function pickTool(request: ChatRequest, afterToolResult: boolean): ToolDefinition | undefined {
   const { tools, toolChoice } = request;
   if (!tools?.length || toolChoice === 'none') return undefined;
   if (typeof toolChoice === 'object')
     return tools.find((tool) => tool.function.name === toolChoice.function.name);
-  return tools[0];
+  if (toolChoice === 'required') return tools[0];
+  return afterToolResult ? undefined : tools[0];
 }
 
-/** Arguments that satisfy the tool's schema: each required property with a value of its type. */
-function exampleArguments(tool: ToolDefinition): Record<string, unknown> {
-  const parameters = tool.function.parameters ?? {};
-  const properties = (parameters['properties'] ?? {}) as Record<string, { type?: string; enum?: unknown[] }>;
-  const required = (parameters['required'] ?? Object.keys(properties)) as string[];
-  const args: Record<string, unknown> = {};
-  for (const name of required) {
-    const schema = properties[name] ?? {};
-    if (schema.enum?.length) args[name] = schema.enum[0];
-    else if (schema.type === 'number' || schema.type === 'integer') args[name] = 1;
-    else if (schema.type === 'boolean') args[name] = true;
-    else if (schema.type === 'array') args[name] = [];
-    else if (schema.type === 'object') args[name] = {};
-    else args[name] = 'example';
-  }
-  return args;
+const wantsLogprobs = (request: ChatRequest): boolean => request.body['logprobs'] === true;
+
+/** The `logprobs` object of a choice: one entry per token, with `top_logprobs` alternatives when asked. */
+function logprobsOf(text: string, request: ChatRequest): { content: unknown[]; refusal: null } {
+  const topRaw = request.body['top_logprobs'];
+  const top = typeof topRaw === 'number' && Number.isInteger(topRaw) ? Math.min(Math.max(topRaw, 0), 20) : 0;
+  const content = encode(text).map((id, index) => {
+    const token = decode([id]);
+    const entry = (candidate: string, rank: number) => ({
+      token: candidate,
+      logprob: -(0.01 + ((index * 13 + rank * 7) % 50) / 100) - rank,
+      bytes: [...Buffer.from(candidate)],
+    });
+    const alternatives = [];
+    for (let rank = 0; rank < top; rank++)
+      alternatives.push(entry(rank === 0 ? token : WORDS[(index + rank) % WORDS.length]!, rank));
+    return { ...entry(token, 0), top_logprobs: alternatives };
+  });
+  return { content, refusal: null };
 }

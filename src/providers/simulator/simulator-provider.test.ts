@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ChatChunk, ChatRequest } from '../../gateway/chat-types.ts';
+import { createSimulatorProvider } from './simulator-provider.ts';
+
+const simulator = createSimulatorProvider({ id: 'simulator', chunkIntervalMs: 0, firstTokenMs: 0 });
+
+function request(fields: Partial<ChatRequest> = {}, body: Record<string, unknown> = {}): ChatRequest {
+  return {
+    model: 'm',
+    messages: [{ role: 'user', content: 'Hello there' }],
+    stream: false,
+    includeUsage: false,
+    maxTokens: undefined,
+    temperature: 0.7,
+    topP: undefined,
+    stop: undefined,
+    tools: undefined,
+    toolChoice: undefined,
+    body,
+    ...fields,
+  };
+}
+
+const complete = (r: ChatRequest) =>
+  simulator.complete({
+    request: r,
+    upstreamModel: 'm',
+    signal: new AbortController().signal,
+    defaultMaxTokens: 100,
+  });
+
+async function streamed(r: ChatRequest): Promise<ChatChunk[]> {
+  const chunks: ChatChunk[] = [];
+  for await (const chunk of simulator.stream({
+    request: r,
+    upstreamModel: 'm',
+    signal: new AbortController().signal,
+    defaultMaxTokens: 100,
+  }))
+    chunks.push(chunk);
+  return chunks;
+}
+
+const weather = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    parameters: {
+      type: 'object',
+      properties: {
+        location: { type: 'object', properties: { city: { type: 'string' }, country: { type: 'string' } } },
+        unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
+        days: { type: 'array', items: { type: 'integer', minimum: 1 } },
+      },
+      required: ['location', 'unit'],
+    },
+  },
+};
+const other = { type: 'function' as const, function: { name: 'other', parameters: { type: 'object' } } };
+
+describe('the simulator behaves like a model', () => {
+  it('json_object answers a JSON object; json_schema answers an instance of the schema', async () => {
+    const asJson = await complete(request({ responseFormat: { type: 'json_object' } }));
+    assert.equal(typeof JSON.parse(asJson.choices[0]!.message.content!), 'object');
+    const schema = {
+      type: 'object',
+      properties: {
+        title: { type: 'string' },
+        items: { type: 'array', items: { $ref: '#/$defs/Item' } },
+      },
+      required: ['title', 'items'],
+      $defs: { Item: { type: 'object', properties: { qty: { type: 'integer' } }, required: ['qty'] } },
+    };
+    const structured = await complete(
+      request({
+        responseFormat: { type: 'json_schema', json_schema: { name: 'list', schema, strict: true } },
+      }),
+    );
+    const value = JSON.parse(structured.choices[0]!.message.content!) as {
+      title: string;
+      items: { qty: number }[];
+    };
+    assert.equal(typeof value.title, 'string');
+    assert.equal(typeof value.items[0]?.qty, 'number');
+    const chunks = await streamed(
+      request({ responseFormat: { type: 'json_schema', json_schema: { name: 'list', schema } } }),
+    );
+    const text = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+    assert.deepEqual(JSON.parse(text), value, 'streamed pieces join into the same JSON');
+  });
+
+  it('tool arguments fill nested objects from the schema; tool_choice none, required and named are honoured', async () => {
+    const auto = await complete(request({ tools: [weather, other] }));
+    const call = auto.choices[0]!.message.tool_calls![0]!;
+    assert.equal(auto.choices[0]!.finish_reason, 'tool_calls');
+    const args = JSON.parse(call.function.arguments) as { location: { city: string }; unit: string };
+    assert.equal(typeof args.location.city, 'string', 'the nested object is filled');
+    assert.ok(['celsius', 'fahrenheit'].includes(args.unit));
+
+    const none = await complete(request({ tools: [weather], toolChoice: 'none' }));
+    assert.equal(none.choices[0]!.message.tool_calls, undefined);
+    assert.equal(none.choices[0]!.finish_reason, 'stop');
+
+    const named = await complete(
+      request({ tools: [weather, other], toolChoice: { type: 'function', function: { name: 'other' } } }),
+    );
+    assert.equal(named.choices[0]!.message.tool_calls![0]!.function.name, 'other');
+
+    const afterResult = [
+      { role: 'user' as const, content: 'Weather?' },
+      { role: 'assistant' as const, content: null, tool_calls: [call] },
+      { role: 'tool' as const, content: '{"temp":20}', tool_call_id: call.id },
+    ];
+    const auto2 = await complete(request({ tools: [weather], messages: afterResult }));
+    assert.equal(auto2.choices[0]!.finish_reason, 'stop', 'auto answers in text after the tool result');
+    const required = await complete(
+      request({ tools: [weather], toolChoice: 'required', messages: afterResult }),
+    );
+    assert.equal(required.choices[0]!.finish_reason, 'tool_calls', 'required calls a tool again');
+  });
+
+  it('stop sequences cut the answer; max_tokens reached gives "length"', async () => {
+    const plain = (await complete(request())).choices[0]!.message.content!;
+    const word = plain.split(' ')[3]!;
+    const stopped = await complete(request({ stop: [` ${word}`] }));
+    assert.equal(stopped.choices[0]!.message.content, plain.slice(0, plain.indexOf(` ${word}`)));
+    assert.ok(!stopped.choices[0]!.message.content.includes(` ${word}`));
+    assert.equal(stopped.choices[0]!.finish_reason, 'stop');
+    const short = await complete(request({ maxTokens: 3 }));
+    assert.equal(short.choices[0]!.finish_reason, 'length');
+    assert.equal(short.usage!.completion_tokens, 3);
+  });
+
+  it('seed repeats the answer while ids stay unique; logprobs are answered when asked, null otherwise', async () => {
+    const a = await complete(request({}, { seed: 7 }));
+    const b = await complete(request({}, { seed: 7 }));
+    assert.equal(a.choices[0]!.message.content, b.choices[0]!.message.content);
+    assert.notEqual(a.id, b.id);
+    assert.match(a.id, /^chatcmpl-/);
+    const seeds = new Set<string | null>();
+    for (let seed = 0; seed < 8; seed++)
+      seeds.add((await complete(request({}, { seed }))).choices[0]!.message.content);
+    assert.ok(seeds.size > 1, 'another seed gives another answer');
+    const t1 = await complete(request({ tools: [weather] }));
+    const t2 = await complete(request({ tools: [weather] }));
+    assert.notEqual(t1.choices[0]!.message.tool_calls![0]!.id, t2.choices[0]!.message.tool_calls![0]!.id);
+
+    assert.equal(a.choices[0]!.logprobs, null);
+    const withLogprobs = await complete(request({}, { logprobs: true, top_logprobs: 2 }));
+    const logprobs = withLogprobs.choices[0]!.logprobs as {
+      content: { token: string; logprob: number; top_logprobs: unknown[] }[];
+    };
+    assert.equal(
+      logprobs.content.map((entry) => entry.token).join(''),
+      withLogprobs.choices[0]!.message.content,
+    );
+    assert.equal(logprobs.content.length, withLogprobs.usage!.completion_tokens);
+    assert.ok(logprobs.content.every((entry) => entry.logprob < 0 && entry.top_logprobs.length === 2));
+  });
+});

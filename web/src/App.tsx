@@ -1,0 +1,132 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect } from 'react';
+import { Navigate, NavLink, Route, Routes, useLocation, useNavigate } from 'react-router';
+import { api, ApiError, type Session, setCsrfToken } from './api.ts';
+import { ForgotPassword, ResetPassword, SignIn, SignUp, VerifyEmail } from './pages/Auth.tsx';
+import { Billing } from './pages/Billing.tsx';
+import { Keys } from './pages/Keys.tsx';
+import { Overview } from './pages/Overview.tsx';
+import { Playground } from './pages/Playground.tsx';
+import { Settings } from './pages/Settings.tsx';
+import { UsagePage } from './pages/Usage.tsx';
+import { Webhooks } from './pages/Webhooks.tsx';
+
+const PAGES = [
+  { path: '/', label: 'Overview' },
+  { path: '/keys', label: 'API keys' },
+  { path: '/usage', label: 'Usage' },
+  { path: '/billing', label: 'Billing' },
+  { path: '/webhooks', label: 'Webhooks' },
+  { path: '/playground', label: 'Playground' },
+  { path: '/settings', label: 'Settings' },
+] as const;
+
+/** The signed-in browser's session, or null when there is none. */
+export function useSession() {
+  return useQuery({
+    queryKey: ['session'],
+    queryFn: async (): Promise<Session | null> => {
+      try {
+        const session = await api<Session>('/api/auth/session');
+        setCsrfToken(session.csrf_token);
+        return session;
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 401) return null;
+        throw error;
+      }
+    },
+    staleTime: 60_000,
+  });
+}
+
+export function App() {
+  const session = useSession();
+  const location = useLocation();
+  useEffect(() => {
+    const page = PAGES.find((p) => p.path === location.pathname);
+    document.title = page ? `${page.label} · Tollgate` : 'Tollgate dashboard';
+  }, [location.pathname]);
+
+  if (session.isPending) return <p className="loading">Loading…</p>;
+  if (session.isError)
+    return <p role="alert">The dashboard cannot reach the server: {String(session.error)}</p>;
+
+  const publicRoutes = (
+    <>
+      <Route path="/verify-email" element={<VerifyEmail />} />
+      <Route path="/reset-password" element={<ResetPassword />} />
+    </>
+  );
+  if (!session.data) {
+    return (
+      <main className="auth">
+        <Routes>
+          <Route path="/login" element={<SignIn />} />
+          <Route path="/register" element={<SignUp />} />
+          <Route path="/forgot-password" element={<ForgotPassword />} />
+          {publicRoutes}
+          <Route path="*" element={<Navigate to="/login" replace state={{ from: location.pathname }} />} />
+        </Routes>
+      </main>
+    );
+  }
+  return (
+    <>
+      <Header email={session.data.account.email} />
+      <main>
+        <Routes>
+          <Route path="/" element={<Overview />} />
+          <Route path="/keys" element={<Keys />} />
+          <Route path="/usage" element={<UsagePage />} />
+          <Route path="/billing" element={<Billing />} />
+          <Route path="/webhooks" element={<Webhooks />} />
+          <Route path="/playground" element={<Playground />} />
+          <Route path="/settings" element={<Settings />} />
+          {publicRoutes}
+          <Route path="*" element={<Navigate to="/" replace />} />
+        </Routes>
+      </main>
+    </>
+  );
+}
+
+function Header({ email }: { email: string }) {
+  const queryClient = useQueryClient();
+  const navigate = useNavigate();
+  const signOut = useMutation({
+    mutationFn: () => api('/api/auth/logout', { method: 'POST' }),
+    onSettled: async () => {
+      setCsrfToken('');
+      queryClient.clear();
+      await navigate('/login');
+      await queryClient.invalidateQueries({ queryKey: ['session'] });
+    },
+  });
+  return (
+    <header className="top">
+      <div className="brand">Tollgate</div>
+      <nav aria-label="Dashboard">
+        <ul>
+          {PAGES.map((page) => (
+            <li key={page.path}>
+              <NavLink to={page.path} end>
+                {page.label}
+              </NavLink>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <div className="who">
+        <span className="email">{email}</span>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => signOut.mutate()}
+          disabled={signOut.isPending}
+        >
+          Sign out
+        </button>
+      </div>
+    </header>
+  );
+}

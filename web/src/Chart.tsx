@@ -1,0 +1,71 @@
+import { useEffect, useRef } from 'react';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+
+export interface ChartSeries {
+  label: string;
+  /** Which axis: cost on the left, tokens on the right. */
+  scale: 'usd' | 'tokens';
+  values: number[];
+}
+
+// Distinguishable on white, dark enough for text contrast in the legend.
+const COLORS = ['#1d4ed8', '#b45309', '#047857', '#7c3aed', '#be123c', '#0e7490', '#4d7c0f', '#374151'];
+
+/** Values by UTC day drawn by uPlot: cost lines on the left axis (USD), token lines dashed on the right. */
+export function DailyChart({
+  days,
+  series,
+  label,
+}: {
+  days: string[];
+  series: ChartSeries[];
+  label: string;
+}) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const element = box.current;
+    if (!element) return;
+    const xs = days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
+    const width = () => Math.max(280, element.clientWidth);
+    const plot = new uPlot(
+      {
+        width: width(),
+        height: 220,
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+        scales: { x: { time: true }, usd: { auto: true }, tokens: { auto: true } },
+        series: [
+          {},
+          ...series.map((s, i) => ({
+            label: s.label,
+            scale: s.scale,
+            stroke: COLORS[i % COLORS.length] ?? '#1d4ed8',
+            width: 2,
+            ...(s.scale === 'tokens' ? { dash: [6, 4] } : {}),
+            value: (_u: uPlot, v: number | null) =>
+              v == null ? '—' : s.scale === 'usd' ? `$${v.toFixed(6)}` : v.toLocaleString('en-US'),
+          })),
+        ],
+        axes: [
+          {},
+          {
+            scale: 'usd',
+            // Wide enough for the longest tick label (costs of a few requests are fractions of a cent).
+            size: (_u, values) => (values ? Math.max(...values.map((v) => v.length)) * 7 + 18 : 50),
+            values: (_u, ticks) => ticks.map((t) => `$${t}`),
+          },
+          { scale: 'tokens', side: 1, grid: { show: false } },
+        ],
+      },
+      [xs, ...series.map((s) => s.values)],
+      element,
+    );
+    const resize = () => plot.setSize({ width: width(), height: 220 });
+    window.addEventListener('resize', resize);
+    return () => {
+      window.removeEventListener('resize', resize);
+      plot.destroy();
+    };
+  }, [days, series]);
+  return <div ref={box} className="chart" role="img" aria-label={label} />;
+}

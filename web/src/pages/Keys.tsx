@@ -1,0 +1,157 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { api, type ApiKey, dateTime, type IssuedKey, type List } from '../api.ts';
+import { ErrorMessage, Field, Notice, Section, TableWrap } from '../ui.tsx';
+
+/** A secret shown once, with a copy button and the warning that it will not be shown again. */
+export function SecretOnce({ issued, what }: { issued: IssuedKey; what: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <div className="secret" role="status">
+      <p>
+        <strong>
+          {what} “{issued.name}”. Copy it now: it is shown this once and cannot be shown again.
+        </strong>
+      </p>
+      <div className="copy-row">
+        <label htmlFor="new-secret">Secret key</label>
+        <input id="new-secret" readOnly value={issued.key} onFocus={(e) => e.target.select()} />
+        <button
+          type="button"
+          onClick={() => {
+            void navigator.clipboard?.writeText(issued.key).then(() => setCopied(true));
+          }}
+        >
+          {copied ? 'Copied' : 'Copy key'}
+        </button>
+      </div>
+    </div>
+  );
+}
+
+export function Keys() {
+  const queryClient = useQueryClient();
+  const keys = useQuery({ queryKey: ['keys'], queryFn: () => api<List<ApiKey>>('/api/keys') });
+  const [name, setName] = useState('');
+  const [ips, setIps] = useState('');
+  const [issued, setIssued] = useState<{ key: IssuedKey; what: string } | null>(null);
+  const [confirming, setConfirming] = useState<string | null>(null);
+  const refresh = () => queryClient.invalidateQueries({ queryKey: ['keys'] });
+  const create = useMutation({
+    mutationFn: () => {
+      const allowed = ips
+        .split(/[\s,]+/)
+        .map((ip) => ip.trim())
+        .filter(Boolean);
+      return api<IssuedKey>('/api/keys', {
+        method: 'POST',
+        body: { name: name.trim() || 'unnamed', ...(allowed.length ? { allowed_ips: allowed } : {}) },
+      });
+    },
+    onSuccess: async (key) => {
+      setIssued({ key, what: 'New key' });
+      setName('');
+      setIps('');
+      await refresh();
+    },
+  });
+  const revoke = useMutation({
+    mutationFn: (id: string) => api<ApiKey>(`/api/keys/${encodeURIComponent(id)}`, { method: 'DELETE' }),
+    onSuccess: async () => {
+      setConfirming(null);
+      await refresh();
+    },
+  });
+  const rotate = useMutation({
+    mutationFn: (id: string) =>
+      api<IssuedKey>(`/api/keys/${encodeURIComponent(id)}/rotate`, { method: 'POST' }),
+    onSuccess: async (key) => {
+      setIssued({ key, what: 'New secret for key' });
+      await refresh();
+    },
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    create.mutate();
+  };
+  return (
+    <>
+      <h1>API keys</h1>
+      <p>
+        Use a key as <code>Authorization: Bearer &lt;key&gt;</code> with any OpenAI-compatible client at{' '}
+        <code>{window.location.origin}/v1</code>.
+      </p>
+      {issued && <SecretOnce issued={issued.key} what={issued.what} />}
+      <Section title="Create a key">
+        <form onSubmit={submit} className="inline-form">
+          <Field label="Key name" value={name} onChange={setName} placeholder="e.g. production" />
+          <Field
+            label="Allowed IP addresses (optional)"
+            value={ips}
+            onChange={setIps}
+            placeholder="203.0.113.7, 10.0.0.0/8"
+            hint="Comma-separated addresses or CIDR blocks; empty allows any address."
+          />
+          <button type="submit" disabled={create.isPending}>
+            Create key
+          </button>
+        </form>
+        <ErrorMessage error={create.error} />
+      </Section>
+      <Section title="Your keys">
+        <ErrorMessage error={keys.error ?? revoke.error ?? rotate.error} />
+        <TableWrap label="Your keys">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Prefix</th>
+                <th scope="col">Status</th>
+                <th scope="col">Created</th>
+                <th scope="col">Allowed IPs</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.data?.data.map((key) => (
+                <tr key={key.id}>
+                  <td>{key.name}</td>
+                  <td>
+                    <code>{key.prefix}</code>
+                  </td>
+                  <td>{key.status === 'active' ? 'active' : `revoked ${dateTime(key.revoked_at)}`}</td>
+                  <td>{dateTime(key.created_at)}</td>
+                  <td>{key.allowed_ips?.join(', ') ?? 'any'}</td>
+                  <td className="actions">
+                    {key.status === 'active' && confirming !== key.id && (
+                      <>
+                        <button type="button" className="secondary" onClick={() => rotate.mutate(key.id)}>
+                          Rotate {key.name}
+                        </button>
+                        <button type="button" className="danger" onClick={() => setConfirming(key.id)}>
+                          Revoke {key.name}
+                        </button>
+                      </>
+                    )}
+                    {confirming === key.id && (
+                      <div role="group" aria-label={`Confirm revoking ${key.name}`}>
+                        <span>Revoke “{key.name}”? Requests with it stop at once.</span>{' '}
+                        <button type="button" className="danger" onClick={() => revoke.mutate(key.id)}>
+                          Yes, revoke {key.name}
+                        </button>{' '}
+                        <button type="button" className="secondary" onClick={() => setConfirming(null)}>
+                          Cancel
+                        </button>
+                      </div>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+        {revoke.isSuccess && <Notice>The key is revoked.</Notice>}
+      </Section>
+    </>
+  );
+}

@@ -1,0 +1,78 @@
+import { type ReactNode, useId } from 'react';
+import { errorText } from './api.ts';
+
+/** A form control with its visible label above it. */
+export function Field(props: {
+  label: string;
+  type?: string;
+  value: string;
+  onChange: (value: string) => void;
+  required?: boolean;
+  autoComplete?: string;
+  hint?: string;
+  min?: number;
+  step?: string;
+  placeholder?: string;
+}) {
+  const id = useId();
+  return (
+    <div className="field">
+      <label htmlFor={id}>{props.label}</label>
+      <input
+        id={id}
+        type={props.type ?? 'text'}
+        value={props.value}
+        onChange={(event) => props.onChange(event.target.value)}
+        required={props.required ?? false}
+        {...(props.autoComplete ? { autoComplete: props.autoComplete } : {})}
+        {...(props.min !== undefined ? { min: props.min } : {})}
+        {...(props.step ? { step: props.step } : {})}
+        {...(props.placeholder ? { placeholder: props.placeholder } : {})}
+        {...(props.hint ? { 'aria-describedby': `${id}-hint` } : {})}
+      />
+      {props.hint && (
+        <p className="hint" id={`${id}-hint`}>
+          {props.hint}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** An error from the server, announced to screen readers. */
+export function ErrorMessage({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <p className="error" role="alert">
+      {errorText(error)}
+    </p>
+  );
+}
+
+/** A status line announced politely. */
+export function Notice({ children }: { children: ReactNode }) {
+  return (
+    <p className="notice" role="status">
+      {children}
+    </p>
+  );
+}
+
+export function Section({ title, children }: { title: string; children: ReactNode }) {
+  const id = useId();
+  return (
+    <section className="card" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+/** A scrollable table wrapper so wide tables stay usable at phone width. */
+export function TableWrap({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    <div className="table-wrap" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
+  );
+}

@@ -292,6 +292,50 @@ describe('front doors: /v1/responses and /v1/messages', () => {
         assert.deepEqual(streamedUse.input, use.input);
       });
 
+      it('responses.create with text.format json_schema: a JSON answer of that schema, streamed and not', async () => {
+        const answer = JSON.stringify({ city: 'Paris', celsius: 21 });
+        const format = {
+          type: 'json_schema' as const,
+          name: 'weather',
+          strict: true,
+          schema: {
+            type: 'object',
+            properties: { city: { type: 'string' }, celsius: { type: 'number' } },
+            required: ['city', 'celsius'],
+            additionalProperties: false,
+          },
+        };
+        for (const stream of [false, true]) {
+          if (model === 'model-b') openaiUp.script({ kind: 'ok', text: answer });
+          if (model === 'model-a')
+            anthropicUp.script({ kind: 'ok', toolCall: { name: 'structured_answer', arguments: answer } });
+          let text: string;
+          if (stream) {
+            const events = await openai.responses.create({
+              model,
+              input: 'The weather in Paris',
+              text: { format },
+              stream: true,
+            });
+            text = '';
+            for await (const event of events)
+              if (event.type === 'response.output_text.delta') text += event.delta;
+          } else {
+            const response = await openai.responses.create({
+              model,
+              input: 'The weather in Paris',
+              text: { format },
+            });
+            assert.equal(response.status, 'completed');
+            text = response.output_text;
+          }
+          const parsed = JSON.parse(text);
+          assert.equal(typeof parsed.city, 'string', text);
+          assert.equal(typeof parsed.celsius, 'number', text);
+          assert.deepEqual(Object.keys(parsed).sort(), ['celsius', 'city']);
+        }
+      });
+
       it('messages.countTokens: the prompt as admission counts it', async () => {
         const counted = await anthropic.messages.countTokens({
           model,

@@ -211,6 +211,11 @@ describe('front doors: /v1/responses and /v1/messages', () => {
         const block = message.content[0];
         assert.ok(block?.type === 'text' && block.text.length > 0);
         assert.ok(message.usage.input_tokens > 0 && message.usage.output_tokens > 0);
+        assert.match(
+          message._request_id ?? '',
+          /^req_/,
+          'Anthropic’s request-id header carries the request id',
+        );
       });
 
       it('messages.create streamed: message_start … message_stop, read by the SDK into the same message', async () => {

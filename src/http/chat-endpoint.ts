@@ -16,6 +16,7 @@ export const CHAT_PATH = '/v1/chat/completions';
 /** Chat completions: the canonical form itself; nothing to translate. */
 const chatDoor: FrontDoor = {
   token: (req) => bearerToken(req.headers.authorization),
+  idHeaders: (requestId) => ({ 'x-request-id': requestId }),
   exchange: (body) => ({
     chatBody: body,
     streamSink: (text, admitted) => chatCompletionsSink(text, admitted.request.includeUsage),
@@ -107,13 +108,13 @@ async function serveChat(
     const exchange = door.exchange(body);
     if (exchange.countOnly !== undefined) {
       const tokens = await services.gateway.countPrompt(exchange.chatBody);
-      sendJson(res, 200, { 'x-request-id': requestId }, exchange.countOnly(tokens));
+      sendJson(res, 200, door.idHeaders(requestId), exchange.countOnly(tokens));
       return;
     }
     const ctx = { requestId, key, account, arrivedAt };
     const admitted = await services.gateway.admit(ctx, exchange.chatBody);
     if (admitted.request.stream) {
-      const text = createSseSink(res, { 'x-request-id': requestId });
+      const text = createSseSink(res, door.idHeaders(requestId));
       await services.gateway.stream(admitted, exchange.streamSink(text, admitted));
       return;
     }
@@ -122,7 +123,7 @@ async function serveChat(
       if (!res.writableFinished) abort.abort();
     });
     const { completion, headers } = await services.gateway.complete(admitted, abort.signal);
-    sendJson(res, 200, { ...headers, 'x-request-id': requestId }, exchange.answer(completion, admitted));
+    sendJson(res, 200, { ...headers, ...door.idHeaders(requestId) }, exchange.answer(completion, admitted));
   } catch (error) {
     const failure = toGatewayError(error);
     if (isLogged(failure)) services.logger.error({ err: error, reqId: requestId }, 'request failed');
@@ -134,7 +135,7 @@ async function serveChat(
     sendJson(
       res,
       failure.status,
-      { ...errorHeaders(failure), 'x-request-id': requestId },
+      { ...errorHeaders(failure), ...door.idHeaders(requestId) },
       door.errorBody(failure, requestId),
     );
   }

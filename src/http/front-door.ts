@@ -11,6 +11,8 @@ import { GatewayError } from '../shared/gateway-error.ts';
 export interface FrontDoor {
   /** The API key the client sent, in its protocol's header. */
   token(req: IncomingMessage): string | undefined;
+  /** The headers that carry the request id on every answer (`x-request-id`, and the protocol's own). */
+  idHeaders(requestId: string): Record<string, string>;
   /** Takes one parsed body: the canonical request's body (chat-completions shape) and the answer's encoders. */
   exchange(body: unknown): Exchange;
   /** A failure as this protocol's error object. */

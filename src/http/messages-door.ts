@@ -25,6 +25,12 @@ const token = (req: import('node:http').IncomingMessage): string | undefined => 
   return typeof header === 'string' && header !== '' ? header : bearerToken(req.headers.authorization);
 };
 
+/** Anthropic's own `request-id` header (its SDK's `_request_id`) beside Tollgate's `x-request-id`. */
+const idHeaders = (requestId: string): Record<string, string> => ({
+  'x-request-id': requestId,
+  'request-id': requestId,
+});
+
 /** Anthropic's error types by HTTP status (its "errors" page); other 4xx are invalid_request_error. */
 function errorType(status: number): string {
   switch (status) {
@@ -59,6 +65,7 @@ const errorBody = (error: GatewayError, requestId: string): Json => ({
 
 export const messagesDoor: FrontDoor = {
   token,
+  idHeaders,
   exchange(body) {
     const chatBody = toChatBody(body, true);
     return {
@@ -72,6 +79,7 @@ export const messagesDoor: FrontDoor = {
 
 export const countTokensDoor: FrontDoor = {
   token,
+  idHeaders,
   exchange: (body) => ({
     chatBody: toChatBody(body, false),
     countOnly: (inputTokens) => ({ input_tokens: inputTokens }),

@@ -30,6 +30,7 @@ export const responsesNotStored = (): GatewayError =>
 
 export const responsesDoor: FrontDoor = {
   token: (req) => bearerToken(req.headers.authorization),
+  idHeaders: (requestId) => ({ 'x-request-id': requestId }),
   exchange(body) {
     const chatBody = toChatBody(body);
     const echo = body as Json;

@@ -5,7 +5,7 @@ import fastifyCookie from '@fastify/cookie';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import './http/fastify-types.ts';
 import { installAuth } from './http/auth-hook.ts';
-import { CHAT_PATH, createChatEndpoint } from './http/chat-endpoint.ts';
+import { createChatEndpoint, FRONT_DOOR_PATHS } from './http/chat-endpoint.ts';
 import { trustFunction } from './http/client-address.ts';
 import { installErrorHandling, RouteTable } from './http/error-handler.ts';
 import { accountRoutes } from './http/routes/account-routes.ts';
@@ -72,7 +72,7 @@ export function createApp(services: Services): FastifyInstance {
   });
   const routes = new RouteTable();
   app.addHook('onRoute', (route) => routes.add(route.url, route.method));
-  routes.add(CHAT_PATH, 'POST');
+  for (const path of FRONT_DOOR_PATHS) routes.add(path, 'POST');
   app.addHook('preClose', async () => {
     closing = true;
     for (const socket of silent) socket.destroy();

@@ -173,6 +173,12 @@ export class ChatGateway {
     return { ctx, request, model, promptTokens, reservedTokens, headers };
   }
 
+  /** The prompt's tokens as admission counts them (validated as `admit` validates); nothing is taken or held. */
+  async countPrompt(body: unknown): Promise<number> {
+    const { request } = parseChatRequest(body, this.#o.config.models, this.#o.config.maxMessages);
+    return countPromptTokensYielding(request.messages, request.tools, Infinity);
+  }
+
   /** Once per key and UTC day in this process: the tokens the store already holds for today. */
   async #seedDaily(keyId: string, now: number): Promise<void> {
     const day = utcDay(now);
@@ -249,7 +255,7 @@ export class ChatGateway {
     this.#o.metrics.overhead.observe(overheadMs / 1000);
     sink.open({ ...admitted.headers, ...answerHeaders(overheadMs, undefined) });
 
-    const relay = { generated: '', usage: undefined as ChatChunk['usage'], forwardedUsage: false };
+    const relay = { generated: '', usage: undefined as ChatChunk['usage'] };
     let status: UsageStatus = 'ok';
     const { first, rest } = opened.result;
     try {
@@ -272,7 +278,7 @@ export class ChatGateway {
           { err: error, requestId: ctx.requestId, deployment: opened.deployment },
           'stream failed after its first chunk',
         );
-        sink.write(`data: ${JSON.stringify(failure.toBody())}\n\n`);
+        sink.fail(failure);
       }
     }
     if (sink.closed) status = 'cancelled';
@@ -282,19 +288,12 @@ export class ChatGateway {
     const estimated = !isUsage(relay.usage);
     const prompt = isUsage(relay.usage) ? relay.usage.prompt_tokens : promptTokens;
     const generated = isUsage(relay.usage) ? relay.usage.completion_tokens : countTextTokens(relay.generated);
-    if (status === 'ok') {
-      if (request.includeUsage && !relay.forwardedUsage) {
-        const usage = {
-          prompt_tokens: prompt,
-          completion_tokens: generated,
-          total_tokens: prompt + generated,
-        };
-        sink.write(
-          `data: ${JSON.stringify({ id: first.id, object: 'chat.completion.chunk', created: first.created, model: request.model, choices: [], usage })}\n\n`,
-        );
-      }
-      sink.write('data: [DONE]\n\n');
-    }
+    if (status === 'ok')
+      sink.complete({
+        prompt_tokens: prompt,
+        completion_tokens: generated,
+        total_tokens: prompt + generated,
+      });
     sink.end();
     this.#finish(admitted, {
       status,
@@ -311,7 +310,7 @@ export class ChatGateway {
     chunk: ChatChunk,
     request: ChatRequest,
     sink: StreamSink,
-    state: { generated: string; usage: ChatChunk['usage']; forwardedUsage: boolean },
+    state: { generated: string; usage: ChatChunk['usage'] },
   ): Promise<void> {
     chunk.model = request.model;
     if (isUsage(chunk.usage)) state.usage = chunk.usage;
@@ -321,15 +320,7 @@ export class ChatGateway {
       for (const call of delta?.tool_calls ?? [])
         state.generated += (call.function?.name ?? '') + (call.function?.arguments ?? '');
     }
-    if (!request.includeUsage) {
-      if (chunk.choices.length === 0) return;
-      if ('usage' in chunk) delete chunk.usage;
-    } else if (state.usage === chunk.usage && state.usage !== undefined) {
-      // The upstream's usage goes out as it sent it (on its own chunk or on the last content chunk), once.
-      state.forwardedUsage = true;
-    }
-    if (!sink.write(`data: ${JSON.stringify(chunk)}\n\n`))
-      await sink.drain(this.#o.config.timeouts.idleStreamMs);
+    if (!sink.chunk(chunk)) await sink.drain(this.#o.config.timeouts.idleStreamMs);
   }
 
   /** A request that got no answer: nothing generated; a client that left after it went upstream pays its prompt. */

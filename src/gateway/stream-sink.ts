@@ -1,5 +1,8 @@
-/** Where a streamed answer goes: the HTTP layer's SSE writer, or anything else that can take text. */
-export interface StreamSink {
+import type { GatewayError } from '../shared/gateway-error.ts';
+import type { ChatChunk, Usage } from './chat-types.ts';
+
+/** Where a streamed answer's text goes: the HTTP layer's SSE writer, or anything else that can take text. */
+export interface TextSink {
   /** Sends the status line and headers; nothing may be retried after this. */
   open(headers: Record<string, string>): void;
   /** Writes one piece; false when the client is not keeping up (await drain). Nothing once ended or closed. */
@@ -14,4 +17,21 @@ export interface StreamSink {
   /** True once the client has gone. */
   readonly closed: boolean;
   onClose(listener: () => void): void;
+}
+
+/**
+ * The canonical events of a streamed answer, as the gateway hands them to a front door, which writes them in
+ * its own protocol (chat-completion chunks, Responses events, Messages events). The gateway writes no wire text.
+ * Order: open, chunk…, then complete (a whole answer) or fail (an upstream that broke after its first chunk), end.
+ */
+export interface StreamSink extends Omit<TextSink, 'write'> {
+  /**
+   * One upstream chunk, `model` already the public id: its content and tool-call deltas, its finish reason, and
+   * the upstream's usage when it carries it. False when the client is not keeping up (await drain).
+   */
+  chunk(chunk: ChatChunk): boolean;
+  /** The answer is whole; `usage` is the upstream's, or the gateway's own count when it sent none. */
+  complete(usage: Usage): void;
+  /** The upstream failed after the first chunk: the answer is incomplete. */
+  fail(error: GatewayError): void;
 }

@@ -6,9 +6,33 @@ import { bearerToken } from './auth-hook.ts';
 import { createClientAddress } from './client-address.ts';
 import { errorHeaders, isLogged, toGatewayError } from './error-handler.ts';
 import { asUser } from './routes/principal.ts';
-import { createSseSink } from './sse-sink.ts';
+import { chatCompletionsSink, createSseSink } from './sse-sink.ts';
+import type { FrontDoor } from './front-door.ts';
+import { messagesDoor, countTokensDoor } from './messages-door.ts';
+import { RESPONSES_PATH, responsesDoor, responsesNotStored } from './responses-door.ts';
 
 export const CHAT_PATH = '/v1/chat/completions';
+
+/** Chat completions: the canonical form itself; nothing to translate. */
+const chatDoor: FrontDoor = {
+  token: (req) => bearerToken(req.headers.authorization),
+  idHeaders: (requestId) => ({ 'x-request-id': requestId }),
+  exchange: (body) => ({
+    chatBody: body,
+    streamSink: (text, admitted) => chatCompletionsSink(text, admitted.request.includeUsage),
+    answer: (completion) => completion,
+  }),
+  errorBody: (error) => error.toBody(),
+};
+
+/** Every front door by its POST path. */
+const DOORS: ReadonlyMap<string, FrontDoor> = new Map([
+  [CHAT_PATH, chatDoor],
+  [RESPONSES_PATH, responsesDoor],
+  ['/v1/messages', messagesDoor],
+  ['/v1/messages/count_tokens', countTokensDoor],
+]);
+export const FRONT_DOOR_PATHS: readonly string[] = [...DOORS.keys()];
 
 export interface ChatEndpointOptions {
   services: Services;
@@ -28,18 +52,40 @@ export function createChatEndpoint(
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const clientIp = createClientAddress(options.services.config.trustProxy);
   return (req, res) => {
-    if (req.method !== 'POST' || !isChatPath(req.url)) return false;
+    const url = req.url ?? '';
+    const door = req.method === 'POST' ? DOORS.get(pathOf(url)) : undefined;
+    if (door === undefined) {
+      if (!url.startsWith(`${RESPONSES_PATH}/`)) return false;
+      // A stored response asked for by id: Tollgate stores none (store is treated as false).
+      const requestId = options.nextRequestId();
+      const failure = responsesNotStored();
+      sendJson(res, failure.status, { 'x-request-id': requestId }, failure.toBody());
+      return true;
+    }
     const requestId = options.nextRequestId();
-    void requestScope.run(requestId, serveChat, options, clientIp, req, res, performance.now(), requestId);
+    void requestScope.run(
+      requestId,
+      serveChat,
+      options,
+      door,
+      clientIp,
+      req,
+      res,
+      performance.now(),
+      requestId,
+    );
     return true;
   };
 }
 
-const isChatPath = (url: string | undefined): boolean =>
-  url === CHAT_PATH || (url !== undefined && url.startsWith(`${CHAT_PATH}?`));
+const pathOf = (url: string): string => {
+  const query = url.indexOf('?');
+  return query < 0 ? url : url.slice(0, query);
+};
 
 async function serveChat(
   options: ChatEndpointOptions,
+  door: FrontDoor,
   clientIp: (peer: string, forwardedFor: string | undefined) => string,
   req: IncomingMessage,
   res: ServerResponse,
@@ -54,15 +100,22 @@ async function serveChat(
     }
     const { key, account } = asUser(
       await services.accounts.authenticate(
-        bearerToken(req.headers.authorization),
+        door.token(req),
         clientIp(req.socket.remoteAddress ?? '', forwardedFor(req.headers['x-forwarded-for'])),
       ),
     );
     const body = await readJsonBody(req, services.config.bodyLimitBytes);
+    const exchange = door.exchange(body);
+    if (exchange.countOnly !== undefined) {
+      const tokens = await services.gateway.countPrompt(exchange.chatBody);
+      sendJson(res, 200, door.idHeaders(requestId), exchange.countOnly(tokens));
+      return;
+    }
     const ctx = { requestId, key, account, arrivedAt };
-    const admitted = await services.gateway.admit(ctx, body);
+    const admitted = await services.gateway.admit(ctx, exchange.chatBody);
     if (admitted.request.stream) {
-      await services.gateway.stream(admitted, createSseSink(res, { 'x-request-id': requestId }));
+      const text = createSseSink(res, door.idHeaders(requestId));
+      await services.gateway.stream(admitted, exchange.streamSink(text, admitted));
       return;
     }
     const abort = new AbortController();
@@ -70,7 +123,7 @@ async function serveChat(
       if (!res.writableFinished) abort.abort();
     });
     const { completion, headers } = await services.gateway.complete(admitted, abort.signal);
-    sendJson(res, 200, { ...headers, 'x-request-id': requestId }, completion);
+    sendJson(res, 200, { ...headers, ...door.idHeaders(requestId) }, exchange.answer(completion, admitted));
   } catch (error) {
     const failure = toGatewayError(error);
     if (isLogged(failure)) services.logger.error({ err: error, reqId: requestId }, 'request failed');
@@ -79,7 +132,12 @@ async function serveChat(
       if (!res.writableEnded) res.destroy();
       return;
     }
-    sendJson(res, failure.status, { ...errorHeaders(failure), 'x-request-id': requestId }, failure.toBody());
+    sendJson(
+      res,
+      failure.status,
+      { ...errorHeaders(failure), ...door.idHeaders(requestId) },
+      door.errorBody(failure, requestId),
+    );
   }
 }
 

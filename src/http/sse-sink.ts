@@ -1,11 +1,12 @@
 import type { ServerResponse } from 'node:http';
-import type { StreamSink } from '../gateway/stream-sink.ts';
+import type { ChatChunk } from '../gateway/chat-types.ts';
+import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 
 /**
  * Server-Sent Events straight onto the socket: each write goes out as it is made, never buffered.
  * `baseHeaders` (the request id) go out with the headers the gateway opens the stream with.
  */
-export function createSseSink(response: ServerResponse, baseHeaders: Record<string, string>): StreamSink {
+export function createSseSink(response: ServerResponse, baseHeaders: Record<string, string>): TextSink {
   const listeners: (() => void)[] = [];
   let closed = false;
   let ended = false;
@@ -59,3 +60,46 @@ export function createSseSink(response: ServerResponse, baseHeaders: Record<stri
     },
   };
 }
+
+/**
+ * The chat-completions front door's encoder: each chunk as one `data:` line, as the upstream sent it (but for the
+ * public model id); the usage chunk only when the client asked for it (`stream_options.include_usage`), once;
+ * `[DONE]` at the end; an upstream failure mid-way as one error event, without `[DONE]`.
+ */
+export function chatCompletionsSink(text: TextSink, includeUsage: boolean): StreamSink {
+  let first: ChatChunk | undefined;
+  let forwardedUsage = false;
+  return {
+    open: (headers) => text.open(headers),
+    chunk(chunk) {
+      first ??= chunk;
+      if (!includeUsage) {
+        if (chunk.choices.length === 0) return true;
+        if ('usage' in chunk) delete chunk.usage;
+      } else if (isUsage(chunk.usage)) {
+        // The upstream's usage goes out as it sent it (on its own chunk or on the last content chunk), once.
+        forwardedUsage = true;
+      }
+      return text.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    },
+    complete(usage) {
+      if (includeUsage && !forwardedUsage && first !== undefined)
+        text.write(
+          `data: ${JSON.stringify({ id: first.id, object: 'chat.completion.chunk', created: first.created, model: first.model, choices: [], usage })}\n\n`,
+        );
+      text.write('data: [DONE]\n\n');
+    },
+    fail: (error) => void text.write(`data: ${JSON.stringify(error.toBody())}\n\n`),
+    drain: (timeoutMs) => text.drain(timeoutMs),
+    end: () => text.end(),
+    get closed() {
+      return text.closed;
+    },
+    onClose: (listener) => text.onClose(listener),
+  };
+}
+
+const isUsage = (value: unknown): boolean => {
+  const usage = value as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
+  return typeof usage?.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number';
+};

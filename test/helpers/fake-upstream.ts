@@ -333,6 +333,25 @@ function serveOpenAI(behaviour: Behaviour, body: any, response: ServerResponse):
     `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_fake', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...(includeUsage ? { usage: null } : {}) })}\n\n`;
   sse(response);
   response.write(chunk({ role: 'assistant', content: '', refusal: null }, null));
+  if (toolCall) {
+    // A streamed tool call: the first delta names it (index, id, type, name), the next ones carry its arguments.
+    const call = {
+      index: 0,
+      id: 'call_fake1',
+      type: 'function',
+      function: { name: toolCall.name, arguments: '' },
+    };
+    response.write(chunk({ tool_calls: [call] }, null));
+    const half = Math.ceil(toolCall.arguments.length / 2);
+    for (const piece of [toolCall.arguments.slice(0, half), toolCall.arguments.slice(half)])
+      response.write(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }, null));
+    response.write(chunk({}, 'tool_calls'));
+    if (includeUsage)
+      response.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`,
+      );
+    return void finish(response, 'data: [DONE]\n\n');
+  }
   void drip(items, (item) => response.write(chunk({ content: item }, null)), behaviour, response).then(
     (complete) => {
       if (!complete) return;

@@ -1,0 +1,398 @@
+import { randomBytes } from 'node:crypto';
+import type { Admitted } from '../gateway/chat-gateway.ts';
+import type { ChatChunk, ChatCompletion, FinishReason, Usage } from '../gateway/chat-types.ts';
+import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
+import { GatewayError } from '../shared/gateway-error.ts';
+import { bearerToken } from './auth-hook.ts';
+import { type FrontDoor, renameFields } from './front-door.ts';
+
+/**
+ * The Anthropic Messages API front door (POST /v1/messages, POST /v1/messages/count_tokens): a Messages request
+ * becomes a chat-completions body (the canonical request), and the canonical answer and stream events go back as
+ * a Message and its named SSE events. Errors take Anthropic's shape on these routes.
+ */
+type Json = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const invalid = (message: string, param?: string): GatewayError =>
+  new GatewayError('invalid_request', message, param === undefined ? {} : { param });
+
+/** `x-api-key` as Anthropic's SDK sends it, or a Bearer token. */
+const token = (req: import('node:http').IncomingMessage): string | undefined => {
+  const header = req.headers['x-api-key'];
+  return typeof header === 'string' && header !== '' ? header : bearerToken(req.headers.authorization);
+};
+
+/** Anthropic's own `request-id` header (its SDK's `_request_id`) beside Tollgate's `x-request-id`. */
+const idHeaders = (requestId: string): Record<string, string> => ({
+  'x-request-id': requestId,
+  'request-id': requestId,
+});
+
+/** Anthropic's error types by HTTP status (its "errors" page); other 4xx are invalid_request_error. */
+function errorType(status: number): string {
+  switch (status) {
+    case 401:
+      return 'authentication_error';
+    case 402:
+      return 'billing_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 413:
+      return 'request_too_large';
+    case 429:
+      return 'rate_limit_error';
+    case 503:
+    case 529:
+      return 'overloaded_error';
+    default:
+      return status < 500 ? 'invalid_request_error' : 'api_error';
+  }
+}
+
+const errorBody = (error: GatewayError, requestId: string): Json => ({
+  type: 'error',
+  error: {
+    type: errorType(error.status),
+    message: renameFields(error, [['stop', 'stop_sequences']]).message,
+  },
+  request_id: requestId,
+});
+
+export const messagesDoor: FrontDoor = {
+  token,
+  idHeaders,
+  exchange(body) {
+    const chatBody = toChatBody(body, true);
+    return {
+      chatBody,
+      streamSink: (text, admitted) => messagesSink(text, admitted),
+      answer: (completion, admitted) => messageObject(completion, admitted),
+    };
+  },
+  errorBody,
+};
+
+export const countTokensDoor: FrontDoor = {
+  token,
+  idHeaders,
+  exchange: (body) => ({
+    chatBody: toChatBody(body, false),
+    countOnly: (inputTokens) => ({ input_tokens: inputTokens }),
+    streamSink: () => {
+      throw new Error('count_tokens does not stream');
+    },
+    answer: () => {
+      throw new Error('count_tokens does not call the model');
+    },
+  }),
+  errorBody,
+};
+
+/** A Messages request as the chat-completions body the gateway validates. `max_tokens` is required, as Anthropic's. */
+function toChatBody(body: unknown, needsMaxTokens: boolean): Json {
+  if (!isObject(body)) throw invalid('the request body must be a JSON object');
+  const messages: Json[] = [];
+  const system = body['system'];
+  if (system !== undefined && system !== null)
+    messages.push({ role: 'system', content: textBlocks(system, 'system') });
+  const input = body['messages'];
+  if (!Array.isArray(input) || input.length === 0)
+    throw invalid('messages: Field required (a non-empty array of messages)', 'messages');
+  input.forEach((message: unknown, index) => addMessage(messages, message, index));
+  const chat: Json = { model: body['model'], messages };
+  const maxTokens = body['max_tokens'];
+  if (needsMaxTokens && (maxTokens === undefined || maxTokens === null))
+    throw invalid('max_tokens: Field required', 'max_tokens');
+  if (needsMaxTokens) chat['max_tokens'] = maxTokens;
+  if (body['stream'] !== undefined) chat['stream'] = body['stream'];
+  for (const field of ['temperature', 'top_p'])
+    if (body[field] !== undefined && body[field] !== null) chat[field] = body[field];
+  const stop = body['stop_sequences'];
+  if (stop !== undefined && stop !== null) {
+    if (!Array.isArray(stop)) throw invalid('stop_sequences must be an array of strings', 'stop_sequences');
+    if (stop.length > 0) chat['stop'] = stop;
+  }
+  const tools = body['tools'];
+  if (tools !== undefined && tools !== null) {
+    if (!Array.isArray(tools)) throw invalid('tools must be an array', 'tools');
+    if (tools.length > 0) chat['tools'] = tools.map(toChatTool);
+  }
+  const choice = body['tool_choice'];
+  if (choice !== undefined && choice !== null) {
+    if (!isObject(choice)) throw invalid('tool_choice must be an object', 'tool_choice');
+    chat['tool_choice'] = toChatToolChoice(choice);
+    if (choice['disable_parallel_tool_use'] === true && chat['tools'] !== undefined)
+      chat['parallel_tool_calls'] = false;
+  }
+  return chat;
+}
+
+/** One Messages turn into chat messages: tool results become tool messages (ahead of the turn's text). */
+function addMessage(messages: Json[], message: unknown, index: number): void {
+  const at = `messages.${index}`;
+  if (!isObject(message)) throw invalid(`${at}: must be an object`, at);
+  const role = message['role'];
+  if (role !== 'user' && role !== 'assistant')
+    throw invalid(`${at}.role: must be user or assistant`, `${at}.role`);
+  const content = message['content'];
+  if (typeof content === 'string') return void messages.push({ role, content });
+  if (!Array.isArray(content))
+    throw invalid(`${at}.content: must be a string or an array of blocks`, `${at}.content`);
+  let text = '';
+  let hasText = false;
+  const calls: Json[] = [];
+  content.forEach((block: unknown, blockIndex) => {
+    const where = `${at}.content.${blockIndex}`;
+    if (!isObject(block)) throw invalid(`${where}: must be an object`, where);
+    switch (block['type']) {
+      case 'text':
+        if (typeof block['text'] !== 'string') throw invalid(`${where}.text: must be a string`, where);
+        text += block['text'];
+        hasText = true;
+        return;
+      case 'tool_use':
+        if (role !== 'assistant') throw invalid(`${where}: tool_use blocks belong to assistant turns`, where);
+        if (typeof block['id'] !== 'string' || typeof block['name'] !== 'string')
+          throw invalid(`${where}: a tool_use block needs id and name`, where);
+        calls.push({
+          id: block['id'],
+          type: 'function',
+          function: { name: block['name'], arguments: inputArguments(block['input'], where) },
+        });
+        return;
+      case 'tool_result': {
+        if (role !== 'user') throw invalid(`${where}: tool_result blocks belong to user turns`, where);
+        if (typeof block['tool_use_id'] !== 'string')
+          throw invalid(`${where}.tool_use_id: must be a string`, `${where}.tool_use_id`);
+        const result = block['content'] === undefined ? '' : textBlocks(block['content'], `${where}.content`);
+        messages.push({ role: 'tool', tool_call_id: block['tool_use_id'], content: result });
+        return;
+      }
+      case 'thinking':
+      case 'redacted_thinking':
+        // An earlier turn's reasoning: not part of the prompt any upstream here takes.
+        return;
+      default:
+        throw invalid(
+          `${where}.type: ${JSON.stringify(block['type'] ?? null).slice(0, 60)} blocks are not supported; use text, tool_use and tool_result`,
+          `${where}.type`,
+        );
+    }
+  });
+  if (role === 'assistant') {
+    const turn: Json = { role, content: hasText ? text : null };
+    if (calls.length > 0) turn['tool_calls'] = calls;
+    messages.push(turn);
+  } else if (hasText || messages.at(-1)?.['role'] !== 'tool') {
+    messages.push({ role, content: text });
+  }
+}
+
+/** A tool_use block's input as the JSON text of a call's arguments; input nested past any real schema is a 400. */
+function inputArguments(input: unknown, at: string): string {
+  try {
+    return JSON.stringify(input ?? {});
+  } catch (error) {
+    // JSON.stringify recurses: input nested thousands of levels deep overflows the stack.
+    throw new GatewayError('invalid_request', `${at}.input: nests too deeply`, {
+      cause: error,
+      param: `${at}.input`,
+    });
+  }
+}
+
+/** A string, or text blocks joined. */
+function textBlocks(value: unknown, at: string): string {
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value)) throw invalid(`${at}: must be a string or an array of text blocks`, at);
+  let text = '';
+  value.forEach((block: unknown, index) => {
+    if (!isObject(block) || block['type'] !== 'text' || typeof block['text'] !== 'string')
+      throw invalid(`${at}.${index}: only text blocks are supported here`, `${at}.${index}`);
+    text += block['text'];
+  });
+  return text;
+}
+
+/** A client tool ({name, description, input_schema}); Anthropic's server tools (web search, bash …) are refused. */
+function toChatTool(tool: unknown, index: number): Json {
+  const at = `tools.${index}`;
+  if (!isObject(tool)) throw invalid(`${at}: must be an object`, at);
+  if (tool['type'] !== undefined && tool['type'] !== null && tool['type'] !== 'custom')
+    throw invalid(
+      `${at}: the server tool ${JSON.stringify(tool['type'] ?? null).slice(0, 60)} is not supported; Tollgate serves client tools (name, description, input_schema) only`,
+      `${at}.type`,
+    );
+  const fn: Json = { name: tool['name'] };
+  if (typeof tool['description'] === 'string') fn['description'] = tool['description'];
+  if (tool['input_schema'] !== undefined) fn['parameters'] = tool['input_schema'];
+  return { type: 'function', function: fn };
+}
+
+function toChatToolChoice(choice: Json): unknown {
+  switch (choice['type']) {
+    case 'auto':
+      return 'auto';
+    case 'any':
+      return 'required';
+    case 'none':
+      return 'none';
+    case 'tool':
+      if (typeof choice['name'] === 'string') return { type: 'function', function: { name: choice['name'] } };
+  }
+  throw invalid('tool_choice.type: must be auto, any, none or tool (with a name)', 'tool_choice');
+}
+
+const messageId = (): string => `msg_${randomBytes(12).toString('hex')}`;
+
+/** The chat finish reason as Anthropic's stop_reason. */
+function stopReason(finish: FinishReason | null): string {
+  switch (finish) {
+    case 'length':
+      return 'max_tokens';
+    case 'tool_calls':
+      return 'tool_use';
+    case 'content_filter':
+      return 'refusal';
+    default:
+      return 'end_turn';
+  }
+}
+
+function parseInput(args: string): unknown {
+  try {
+    const input: unknown = JSON.parse(args === '' ? '{}' : args);
+    return isObject(input) ? input : {};
+  } catch {
+    return {};
+  }
+}
+
+const usageOf = (usage: Usage | undefined): Json => ({
+  input_tokens: usage?.prompt_tokens ?? 0,
+  output_tokens: usage?.completion_tokens ?? 0,
+});
+
+function messageObject(completion: ChatCompletion, admitted: Admitted): Json {
+  const choice = completion.choices[0];
+  const content: Json[] = [];
+  const text = choice?.message.content;
+  if (typeof text === 'string' && text !== '') content.push({ type: 'text', text });
+  for (const call of choice?.message.tool_calls ?? [])
+    content.push({
+      type: 'tool_use',
+      id: call.id,
+      name: call.function.name,
+      input: parseInput(call.function.arguments),
+    });
+  return {
+    id: messageId(),
+    type: 'message',
+    role: 'assistant',
+    model: admitted.request.model,
+    content,
+    stop_reason: stopReason(choice?.finish_reason ?? null),
+    stop_sequence: null,
+    usage: usageOf(completion.usage),
+  };
+}
+
+/**
+ * The Messages stream: message_start (usage so far: the prompt), ping, then per content block content_block_start,
+ * content_block_delta (text_delta or input_json_delta)…, content_block_stop; then message_delta with the
+ * stop_reason and usage, and message_stop. An upstream failure mid-way is one `error` event.
+ */
+function messagesSink(text: TextSink, admitted: Admitted): StreamSink {
+  let index = -1;
+  let block: 'text' | 'tool' | undefined;
+  const calls = new Map<number, number>();
+  let finish: FinishReason | null = null;
+
+  const send = (type: string, event: Json): boolean =>
+    text.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...event })}\n\n`);
+
+  const stop = (): void => {
+    if (block === undefined) return;
+    send('content_block_stop', { index });
+    block = undefined;
+  };
+
+  return {
+    open(headers) {
+      text.open(headers);
+      send('message_start', {
+        message: {
+          id: messageId(),
+          type: 'message',
+          role: 'assistant',
+          model: admitted.request.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: admitted.promptTokens, output_tokens: 0 },
+        },
+      });
+      send('ping', {});
+    },
+    chunk(chunk: ChatChunk) {
+      let ready = true;
+      const choice = chunk.choices[0];
+      if (choice === undefined) return ready;
+      if (choice.finish_reason !== null && choice.finish_reason !== undefined) finish = choice.finish_reason;
+      const content = choice.delta?.content;
+      if (typeof content === 'string' && content !== '') {
+        if (block !== 'text') {
+          stop();
+          block = 'text';
+          send('content_block_start', { index: ++index, content_block: { type: 'text', text: '' } });
+        }
+        ready = send('content_block_delta', { index, delta: { type: 'text_delta', text: content } });
+      }
+      for (const call of choice.delta?.tool_calls ?? []) {
+        if (!calls.has(call.index)) {
+          stop();
+          block = 'tool';
+          calls.set(call.index, ++index);
+          send('content_block_start', {
+            index,
+            content_block: {
+              type: 'tool_use',
+              id: call.id ?? `toolu_${randomBytes(12).toString('hex')}`,
+              name: call.function?.name ?? '',
+              input: {},
+            },
+          });
+        }
+        const args = call.function?.arguments;
+        if (calls.get(call.index) === index && block === 'tool' && typeof args === 'string' && args !== '')
+          ready = send('content_block_delta', {
+            index,
+            delta: { type: 'input_json_delta', partial_json: args },
+          });
+      }
+      return ready;
+    },
+    complete(usage) {
+      stop();
+      send('message_delta', {
+        delta: { stop_reason: stopReason(finish), stop_sequence: null },
+        usage: usageOf(usage),
+      });
+      send('message_stop', {});
+    },
+    fail(error) {
+      send('error', { error: { type: errorType(error.status), message: error.message } });
+    },
+    drain: (timeoutMs) => text.drain(timeoutMs),
+    end: () => text.end(),
+    get closed() {
+      return text.closed;
+    },
+    onClose: (listener) => text.onClose(listener),
+  };
+}

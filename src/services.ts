@@ -21,7 +21,7 @@ import { PaymentsService } from './payments/payments-service.ts';
 import { createStripeClient, createStripePaymentProvider } from './payments/stripe-payment-provider.ts';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.ts';
 import { type Clock, systemClock } from './shared/ids.ts';
-import type { Balance } from './store/ledger-repo.ts';
+import { type Balance, utcDay } from './store/ledger-repo.ts';
 import type { AccountRecord } from './store/records.ts';
 import { type Store } from './store/store.ts';
 
@@ -118,7 +118,7 @@ export function createServices(options: ServicesOptions): Services {
     (config.smtpUrl
       ? createSmtpMailer(config.smtpUrl, 'Tollgate <no-reply@tollgate.local>')
       : createLogMailer(logger, { withText: !config.security.production }));
-  const limiter = options.limiter ?? new MemoryLimiter();
+  const limiter: Limiter = options.limiter ?? new MemoryLimiter();
   const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger, limiter });
   const startedAt = clock();
   const metrics = new Metrics();
@@ -156,6 +156,13 @@ export function createServices(options: ServicesOptions): Services {
       batch.map((settlement) => settlement.requestId),
       clock(),
     );
+  // A shared limiter that lost a day's count takes it from the ledger (this process's waiting settlements
+  // committed first, so none is in neither), and its failures are counted.
+  limiter.useDailySource?.(async (subject, now) => {
+    await settlements.flush();
+    return store.usage.keyDayTokens(subject, utcDay(now));
+  });
+  limiter.onFailure?.((kind) => metrics.limiterFailures.inc({ kind }));
 
   const planOf = (account: AccountRecord): PlanConfig =>
     config.plans.get(account.plan) ?? (config.plans.get('free_trial') as PlanConfig);

@@ -198,15 +198,41 @@ async function releaseHold(tx: Db, requestId: string): Promise<number> {
   return hold.amount_micros;
 }
 
+/** `($1, $2), ($3, $4) …` for rows of `width` values, with each value wrapped by `cast` (by column). */
+function valuesList(
+  rows: number,
+  width: number,
+  cast: (column: number, placeholder: string) => string,
+): string {
+  const out: string[] = [];
+  for (let r = 0; r < rows; r++) {
+    const cells: string[] = [];
+    for (let c = 0; c < width; c++) cells.push(cast(c, `$${r * width + c + 1}`));
+    out.push(`(${cells.join(', ')})`);
+  }
+  return out.join(', ');
+}
+
+const asBigint = (placeholder: string): string => `CAST(${placeholder} AS BIGINT)`;
+/** At most this many rows per statement (13 values each: far below both engines' parameter limits). */
+const ROWS_PER_STATEMENT = 1_000;
+
+/**
+ * One batch in a fixed number of statements whatever its size (each a multi-row VALUES list): the usage
+ * records, the holds released, the accounts locked (in id order, so concurrent batches cannot deadlock),
+ * the grants drawn, debts, activity and the daily rollup. Per-request round trips were what made
+ * settlement slow on a networked database.
+ */
 async function settleBatch(tx: Db, settlements: readonly Settlement[], holdRows: boolean): Promise<void> {
   // The records go first: a request id settled before (a retried batch, a replay) stops here, charging nothing.
-  const fresh: Settlement[] = [];
-  for (const s of settlements) {
-    const inserted = await tx.run(
+  const inserted = new Set<string>();
+  for (let i = 0; i < settlements.length; i += ROWS_PER_STATEMENT) {
+    const chunk = settlements.slice(i, i + ROWS_PER_STATEMENT);
+    const rows = await tx.all<{ request_id: string }>(
       `INSERT INTO usage_records (request_id, account_id, key_id, model, deployment, prompt_tokens, completion_tokens, estimated,
          cost_micros, status, latency_ms, ttft_ms, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (request_id) DO NOTHING`,
-      [
+       VALUES ${valuesList(chunk.length, 13, (_, p) => p)} ON CONFLICT (request_id) DO NOTHING RETURNING request_id`,
+      chunk.flatMap((s) => [
         s.requestId,
         s.accountId,
         s.keyId,
@@ -220,63 +246,113 @@ async function settleBatch(tx: Db, settlements: readonly Settlement[], holdRows:
         Math.round(s.latencyMs),
         s.ttftMs === null ? null : Math.round(s.ttftMs),
         s.createdAt,
-      ],
+      ]),
     );
-    if (inserted === 1) fresh.push(s);
+    for (const row of rows) inserted.add(row.request_id);
   }
-  if (holdRows) for (const s of fresh) await releaseHold(tx, s.requestId);
+  // A request id twice in one batch is recorded (and charged) once: its first settlement.
+  const fresh = settlements.filter((s) => inserted.delete(s.requestId));
+  if (fresh.length === 0) return;
+  const accountIds = [...new Set(fresh.map((s) => s.accountId))].sort();
+  await tx.all(
+    `SELECT id FROM accounts WHERE id IN (${accountIds.map((_, i) => `$${i + 1}`).join(', ')}) ORDER BY id ${tx.forUpdate}`,
+    accountIds,
+  );
 
-  const uncollected = new Map<string, number>();
-  for (const [accountId, group] of groupBy(fresh, (s) => s.accountId)) {
-    const total = group.reduce((sum, s) => sum + s.costMicros, 0);
-    const last = group.reduce((latest, s) => Math.max(latest, s.createdAt), 0);
-    let short = total > 0 ? await charge(tx, accountId, total, last) : 0;
-    // What the credit could not cover is put on the latest requests, so each record says what it really paid.
-    for (let i = group.length - 1; i >= 0 && short > 0; i--) {
-      const s = group[i]!;
-      const part = Math.min(short, s.costMicros);
-      if (part === 0) continue;
-      uncollected.set(s.requestId, part);
-      await tx.run('UPDATE usage_records SET uncollected_micros = $2 WHERE request_id = $1', [
-        s.requestId,
-        part,
-      ]);
-      short -= part;
+  const released = new Map<string, number>();
+  if (holdRows) {
+    for (let i = 0; i < fresh.length; i += ROWS_PER_STATEMENT) {
+      const chunk = fresh.slice(i, i + ROWS_PER_STATEMENT);
+      const holds = await tx.all<{ account_id: string; amount_micros: number }>(
+        `DELETE FROM holds WHERE request_id IN (${chunk.map((_, j) => `$${j + 1}`).join(', ')}) RETURNING account_id, amount_micros`,
+        chunk.map((s) => s.requestId),
+      );
+      for (const hold of holds)
+        released.set(hold.account_id, (released.get(hold.account_id) ?? 0) + Number(hold.amount_micros));
     }
-    const active = group
+  }
+
+  const groups = groupBy(fresh, (s) => s.accountId);
+  const dues = new Map<string, number>();
+  const lastOf = new Map<string, number>();
+  for (const [accountId, group] of groups) {
+    const total = group.reduce((sum, s) => sum + s.costMicros, 0);
+    if (total > 0) dues.set(accountId, total);
+    lastOf.set(
+      accountId,
+      group.reduce((latest, s) => Math.max(latest, s.createdAt), 0),
+    );
+  }
+  const short = await chargeAll(tx, dues, lastOf);
+
+  // Held amounts given back and activity, one statement for every account of the batch.
+  const accountRows = accountIds.map((id) => {
+    const active = groups
+      .get(id)!
       .filter((s) => s.status === 'ok')
       .reduce((latest, s) => Math.max(latest, s.createdAt), 0);
-    if (active > 0) {
-      await tx.run(
-        'UPDATE accounts SET last_active_at = $2 WHERE id = $1 AND (last_active_at IS NULL OR last_active_at < $2)',
-        [accountId, active],
-      );
+    return [id, released.get(id) ?? 0, active] as const;
+  });
+  await tx.run(
+    `UPDATE accounts SET held_micros = held_micros - v.column2,
+       last_active_at = CASE WHEN v.column3 > 0 AND (last_active_at IS NULL OR last_active_at < v.column3) THEN v.column3 ELSE last_active_at END
+     FROM (VALUES ${valuesList(accountRows.length, 3, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
+     WHERE accounts.id = v.column1`,
+    accountRows.flat(),
+  );
+
+  // What the credit could not cover is put on the latest requests, so each record says what it really paid.
+  const uncollected = new Map<string, number>();
+  for (const [accountId, missing] of short) {
+    const group = groups.get(accountId)!;
+    let left = missing;
+    for (let i = group.length - 1; i >= 0 && left > 0; i--) {
+      const s = group[i]!;
+      const part = Math.min(left, s.costMicros);
+      if (part === 0) continue;
+      uncollected.set(s.requestId, part);
+      left -= part;
     }
   }
+  if (uncollected.size > 0) {
+    const rows = [...uncollected];
+    await tx.run(
+      `UPDATE usage_records SET uncollected_micros = v.column2
+       FROM (VALUES ${valuesList(rows.length, 2, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
+       WHERE usage_records.request_id = v.column1`,
+      rows.flat(),
+    );
+  }
 
-  for (const group of groupBy(
-    fresh,
-    (s) => `${utcDay(s.createdAt)}\u0000${s.accountId}\u0000${s.keyId}\u0000${s.model}`,
-  ).values()) {
+  const rollup = [
+    ...groupBy(
+      fresh,
+      (s) => `${utcDay(s.createdAt)}\u0000${s.accountId}\u0000${s.keyId}\u0000${s.model}`,
+    ).values(),
+  ].map((group) => {
     const first = group[0]!;
     const sum = (pick: (s: Settlement) => number): number => group.reduce((total, s) => total + pick(s), 0);
+    return [
+      utcDay(first.createdAt),
+      first.accountId,
+      first.keyId,
+      first.model,
+      group.length,
+      sum((s) => s.promptTokens),
+      sum((s) => s.completionTokens),
+      sum((s) => s.costMicros - (uncollected.get(s.requestId) ?? 0)),
+    ];
+  });
+  for (let i = 0; i < rollup.length; i += ROWS_PER_STATEMENT) {
+    const chunk = rollup.slice(i, i + ROWS_PER_STATEMENT);
     await tx.run(
       `INSERT INTO usage_daily (day, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       VALUES ${valuesList(chunk.length, 8, (c, p) => (c < 4 ? p : asBigint(p)))}
        ON CONFLICT (day, account_id, key_id, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
          prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
          completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
          cost_micros = usage_daily.cost_micros + excluded.cost_micros`,
-      [
-        utcDay(first.createdAt),
-        first.accountId,
-        first.keyId,
-        first.model,
-        group.length,
-        sum((s) => s.promptTokens),
-        sum((s) => s.completionTokens),
-        sum((s) => s.costMicros - (uncollected.get(s.requestId) ?? 0)),
-      ],
+      chunk.flat(),
     );
   }
 }
@@ -293,29 +369,53 @@ function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, 
 }
 
 /**
- * Draws `costMicros` from the account's unexpired grants, soonest expiry first; what they cannot cover
- * becomes debt on a postpaid account, or is written off on a prepaid one. Returns the uncovered amount.
+ * Draws each account's due from its unexpired grants, soonest expiry first; what they cannot cover becomes
+ * debt on a postpaid account, or is written off on a prepaid one. Three statements for all the accounts.
+ * Returns the uncovered amount per account that has one.
  */
-async function charge(tx: Db, accountId: string, costMicros: number, now: number): Promise<number> {
-  const grants = await tx.all<{ id: string; remaining_micros: number }>(
-    `SELECT id, remaining_micros FROM credit_grants WHERE account_id = $1 AND expires_at > $2 AND remaining_micros > 0
-     ORDER BY expires_at, created_at, id ${tx.forUpdate}`,
-    [accountId, now],
+async function chargeAll(
+  tx: Db,
+  dues: Map<string, number>,
+  nowOf: Map<string, number>,
+): Promise<Map<string, number>> {
+  const short = new Map<string, number>();
+  if (dues.size === 0) return short;
+  // Each account's grants as of its latest request in the batch (a grant that expired before it is not drawn).
+  const rows = [...dues.keys()].sort().map((id) => [id, nowOf.get(id)!] as const);
+  const grants = await tx.all<{ id: string; account_id: string; remaining_micros: number }>(
+    `SELECT g.id, g.account_id, g.remaining_micros FROM credit_grants g
+     JOIN (VALUES ${valuesList(rows.length, 2, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v ON g.account_id = v.column1
+     WHERE g.expires_at > v.column2 AND g.remaining_micros > 0
+     ORDER BY g.account_id, g.expires_at, g.created_at, g.id ${tx.forUpdate ? `${tx.forUpdate} OF g` : ''}`,
+    rows.flat(),
   );
-  let due = costMicros;
+  const left = new Map(dues);
+  const takes: (string | number)[][] = [];
   for (const grant of grants) {
-    if (due === 0) break;
-    const take = Math.min(due, grant.remaining_micros);
-    await tx.run('UPDATE credit_grants SET remaining_micros = remaining_micros - $2 WHERE id = $1', [
-      grant.id,
-      take,
-    ]);
-    due -= take;
+    const due = left.get(grant.account_id) ?? 0;
+    if (due === 0) continue;
+    const take = Math.min(due, Number(grant.remaining_micros));
+    if (take === 0) continue;
+    takes.push([grant.id, take]);
+    left.set(grant.account_id, due - take);
   }
-  if (due === 0) return 0;
-  const postpaid = await tx.run(
-    'UPDATE accounts SET debt_micros = debt_micros + $2 WHERE id = $1 AND credit_limit_micros > 0',
-    [accountId, due],
+  if (takes.length > 0) {
+    await tx.run(
+      `UPDATE credit_grants SET remaining_micros = remaining_micros - v.column2
+       FROM (VALUES ${valuesList(takes.length, 2, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
+       WHERE credit_grants.id = v.column1`,
+      takes.flat(),
+    );
+  }
+  const owed = [...left].filter(([, due]) => due > 0);
+  if (owed.length === 0) return short;
+  const postpaid = await tx.all<{ id: string }>(
+    `UPDATE accounts SET debt_micros = debt_micros + v.column2
+     FROM (VALUES ${valuesList(owed.length, 2, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
+     WHERE accounts.id = v.column1 AND accounts.credit_limit_micros > 0 RETURNING accounts.id`,
+    owed.flat(),
   );
-  return postpaid === 1 ? 0 : due;
+  const inDebt = new Set(postpaid.map((row) => row.id));
+  for (const [id, due] of owed) if (!inDebt.has(id)) short.set(id, due);
+  return short;
 }

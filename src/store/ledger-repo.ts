@@ -168,7 +168,9 @@ export class LedgerRepo {
       a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0,
     );
     const holdRows = options.holdRows ?? true;
-    await this.#db.transaction(async (tx) => settleBatch(tx, ordered, holdRows));
+    await this.#db.transaction(async (tx) =>
+      tx.dialect === 'postgres' ? settleBatch(tx, ordered, holdRows) : settleRowByRow(tx, ordered, holdRows),
+    );
   }
 
   /** Releases holds whose request can no longer settle (its instance died); returns how many. */
@@ -357,6 +359,90 @@ async function settleBatch(tx: Db, settlements: readonly Settlement[], holdRows:
   }
 }
 
+/** The in-process engine's path: a statement costs microseconds there, and one per row is fastest. */
+async function settleRowByRow(tx: Db, settlements: readonly Settlement[], holdRows: boolean): Promise<void> {
+  // The records go first: a request id settled before (a retried batch, a replay) stops here, charging nothing.
+  const fresh: Settlement[] = [];
+  for (const s of settlements) {
+    const inserted = await tx.run(
+      `INSERT INTO usage_records (request_id, account_id, key_id, model, deployment, prompt_tokens, completion_tokens, estimated,
+         cost_micros, status, latency_ms, ttft_ms, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (request_id) DO NOTHING`,
+      [
+        s.requestId,
+        s.accountId,
+        s.keyId,
+        s.model,
+        s.deployment,
+        s.promptTokens,
+        s.completionTokens,
+        s.estimated ? 1 : 0,
+        s.costMicros,
+        s.status,
+        Math.round(s.latencyMs),
+        s.ttftMs === null ? null : Math.round(s.ttftMs),
+        s.createdAt,
+      ],
+    );
+    if (inserted === 1) fresh.push(s);
+  }
+  if (holdRows) for (const s of fresh) await releaseHold(tx, s.requestId);
+
+  const uncollected = new Map<string, number>();
+  for (const [accountId, group] of groupBy(fresh, (s) => s.accountId)) {
+    const total = group.reduce((sum, s) => sum + s.costMicros, 0);
+    const last = group.reduce((latest, s) => Math.max(latest, s.createdAt), 0);
+    let short = total > 0 ? await charge(tx, accountId, total, last) : 0;
+    // What the credit could not cover is put on the latest requests, so each record says what it really paid.
+    for (let i = group.length - 1; i >= 0 && short > 0; i--) {
+      const s = group[i]!;
+      const part = Math.min(short, s.costMicros);
+      if (part === 0) continue;
+      uncollected.set(s.requestId, part);
+      await tx.run('UPDATE usage_records SET uncollected_micros = $2 WHERE request_id = $1', [
+        s.requestId,
+        part,
+      ]);
+      short -= part;
+    }
+    const active = group
+      .filter((s) => s.status === 'ok')
+      .reduce((latest, s) => Math.max(latest, s.createdAt), 0);
+    if (active > 0) {
+      await tx.run(
+        'UPDATE accounts SET last_active_at = $2 WHERE id = $1 AND (last_active_at IS NULL OR last_active_at < $2)',
+        [accountId, active],
+      );
+    }
+  }
+
+  for (const group of groupBy(
+    fresh,
+    (s) => `${utcDay(s.createdAt)}\u0000${s.accountId}\u0000${s.keyId}\u0000${s.model}`,
+  ).values()) {
+    const first = group[0]!;
+    const sum = (pick: (s: Settlement) => number): number => group.reduce((total, s) => total + pick(s), 0);
+    await tx.run(
+      `INSERT INTO usage_daily (day, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (day, account_id, key_id, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
+         prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
+         completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
+         cost_micros = usage_daily.cost_micros + excluded.cost_micros`,
+      [
+        utcDay(first.createdAt),
+        first.accountId,
+        first.keyId,
+        first.model,
+        group.length,
+        sum((s) => s.promptTokens),
+        sum((s) => s.completionTokens),
+        sum((s) => s.costMicros - (uncollected.get(s.requestId) ?? 0)),
+      ],
+    );
+  }
+}
+
 function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
   for (const item of items) {
@@ -418,4 +504,32 @@ async function chargeAll(
   const inDebt = new Set(postpaid.map((row) => row.id));
   for (const [id, due] of owed) if (!inDebt.has(id)) short.set(id, due);
   return short;
+}
+
+/**
+ * Draws `costMicros` from the account's unexpired grants, soonest expiry first; what they cannot cover
+ * becomes debt on a postpaid account, or is written off on a prepaid one. Returns the uncovered amount.
+ */
+async function charge(tx: Db, accountId: string, costMicros: number, now: number): Promise<number> {
+  const grants = await tx.all<{ id: string; remaining_micros: number }>(
+    `SELECT id, remaining_micros FROM credit_grants WHERE account_id = $1 AND expires_at > $2 AND remaining_micros > 0
+     ORDER BY expires_at, created_at, id ${tx.forUpdate}`,
+    [accountId, now],
+  );
+  let due = costMicros;
+  for (const grant of grants) {
+    if (due === 0) break;
+    const take = Math.min(due, grant.remaining_micros);
+    await tx.run('UPDATE credit_grants SET remaining_micros = remaining_micros - $2 WHERE id = $1', [
+      grant.id,
+      take,
+    ]);
+    due -= take;
+  }
+  if (due === 0) return 0;
+  const postpaid = await tx.run(
+    'UPDATE accounts SET debt_micros = debt_micros + $2 WHERE id = $1 AND credit_limit_micros > 0',
+    [accountId, due],
+  );
+  return postpaid === 1 ? 0 : due;
 }

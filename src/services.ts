@@ -7,7 +7,13 @@ import type { Config, PlanConfig } from './config/config.ts';
 import { createHoldBook, type HoldBook } from './billing/hold-book.ts';
 import { SettlementQueue } from './billing/settlement-queue.ts';
 import { ChatGateway } from './gateway/chat-gateway.ts';
-import { createHoldRecoveryJob, createRetentionJob, Scheduler } from './jobs/scheduler.ts';
+import {
+  createHoldRecoveryJob,
+  createInstanceLeaseJob,
+  createRetentionJob,
+  INSTANCE_LEASE_MS,
+  Scheduler,
+} from './jobs/scheduler.ts';
 import type { Limiter } from './limits/limiter.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
 import { Metrics } from './observability/metrics.ts';
@@ -20,7 +26,7 @@ import { createTestPaymentProvider } from './payments/payment-provider.ts';
 import { PaymentsService } from './payments/payments-service.ts';
 import { createStripeClient, createStripePaymentProvider } from './payments/stripe-payment-provider.ts';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.ts';
-import { type Clock, systemClock } from './shared/ids.ts';
+import { type Clock, newId, systemClock } from './shared/ids.ts';
 import { type Balance, utcDay } from './store/ledger-repo.ts';
 import type { AccountRecord } from './store/records.ts';
 import { type Store } from './store/store.ts';
@@ -147,6 +153,7 @@ export function createServices(options: ServicesOptions): Services {
       );
   };
   const holds = createHoldBook(store);
+  const instanceId = newId('inst');
   const settlements = new SettlementQueue(store.ledger, logger, {
     spoolPath: options.spoolPath ?? defaultSpoolPath(config.databaseUrl),
     holdRows: holds.rowsInStore,
@@ -319,9 +326,15 @@ export function createServices(options: ServicesOptions): Services {
         store.db.dialect === 'sqlite' ? Number.MAX_SAFE_INTEGER : clock(),
       );
       if (released > 0) logger.warn({ released }, 'released holds of requests that never settled');
+      // On a shared database, this instance's holds belong to its lease: taken before the first hold.
+      if (holds.rowsInStore) {
+        store.ledger.useInstance(instanceId);
+        await store.ledger.renewInstanceLease(instanceId, clock(), clock() + INSTANCE_LEASE_MS);
+      }
       scheduler.start([
         createRetentionJob(store, clock, config.retentionDays, logger),
         createHoldRecoveryJob(store, clock, logger),
+        ...(holds.rowsInStore ? [createInstanceLeaseJob(store, clock, instanceId)] : []),
       ]);
       dispatcher.start();
     },
@@ -329,6 +342,10 @@ export function createServices(options: ServicesOptions): Services {
       await scheduler.stop();
       await dispatcher.stop();
       await settlements.close();
+      if (holds.rowsInStore)
+        await store.ledger
+          .endInstanceLease(instanceId)
+          .catch((error: unknown) => logger.warn({ err: error }, 'could not end this instance’s lease'));
       await Promise.all([...providers.values()].map((provider) => provider.close()));
       await limiter.close();
       await bus.close();

@@ -82,6 +82,7 @@ let lastDay = { number: NaN, text: '' };
 /** Credit grants, holds and settlement: the money. Every method keeps credit − held − debt consistent. */
 export class LedgerRepo {
   readonly #db: Db;
+  #instanceId: string | null = null;
   constructor(db: Db) {
     this.#db = db;
   }
@@ -144,8 +145,8 @@ export class LedgerRepo {
         amountMicros,
       ]);
       await tx.run(
-        'INSERT INTO holds (request_id, account_id, amount_micros, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
-        [requestId, accountId, amountMicros, now, expiresAt],
+        'INSERT INTO holds (request_id, account_id, amount_micros, created_at, expires_at, instance_id) VALUES ($1, $2, $3, $4, $5, $6)',
+        [requestId, accountId, amountMicros, now, expiresAt, this.#instanceId],
       );
       return true;
     });
@@ -171,6 +172,54 @@ export class LedgerRepo {
     await this.#db.transaction(async (tx) =>
       tx.dialect === 'postgres' ? settleBatch(tx, ordered, holdRows) : settleRowByRow(tx, ordered, holdRows),
     );
+  }
+
+  /**
+   * Holds taken from now on belong to this instance (its lease, renewed by `renewInstanceLease`): when the
+   * lease runs out, any instance's `releaseOrphanedHolds` gives them back.
+   */
+  useInstance(instanceId: string): void {
+    this.#instanceId = instanceId;
+  }
+
+  /** The heartbeat: this instance is alive until `expiresAt`. */
+  async renewInstanceLease(instanceId: string, now: number, expiresAt: number): Promise<void> {
+    await this.#db.run(
+      `INSERT INTO instance_leases (instance_id, heartbeat_at, expires_at) VALUES ($1, $2, $3)
+       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at`,
+      [instanceId, now, expiresAt],
+    );
+  }
+
+  /**
+   * Releases the holds of instances whose lease has run out (or that never had one) and forgets those
+   * leases; returns how many holds. Nothing is charged: a request that never settled never finished.
+   */
+  async releaseOrphanedHolds(now: number): Promise<number> {
+    return this.#db.transaction(async (tx) => {
+      const holds = await tx.all<{ request_id: string }>(
+        `SELECT request_id FROM holds WHERE instance_id IS NOT NULL AND NOT EXISTS (
+           SELECT 1 FROM instance_leases l WHERE l.instance_id = holds.instance_id AND l.expires_at > $1)
+         ORDER BY account_id`,
+        [now],
+      );
+      for (const hold of holds) await releaseHold(tx, hold.request_id);
+      await tx.run('DELETE FROM instance_leases WHERE expires_at <= $1', [now]);
+      return holds.length;
+    });
+  }
+
+  /** A clean stop, after every settlement committed: what this instance still holds is released now. */
+  async endInstanceLease(instanceId: string): Promise<number> {
+    return this.#db.transaction(async (tx) => {
+      const holds = await tx.all<{ request_id: string }>(
+        'SELECT request_id FROM holds WHERE instance_id = $1 ORDER BY account_id',
+        [instanceId],
+      );
+      for (const hold of holds) await releaseHold(tx, hold.request_id);
+      await tx.run('DELETE FROM instance_leases WHERE instance_id = $1', [instanceId]);
+      return holds.length;
+    });
   }
 
   /** Releases holds whose request can no longer settle (its instance died); returns how many. */

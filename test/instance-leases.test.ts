@@ -4,6 +4,7 @@ import type { Db } from '../src/store/db.ts';
 import type { Settlement } from '../src/store/records.ts';
 import { createStore, type Store } from '../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
+import { ADMIN_KEY, startTestServer } from './helpers/server.ts';
 
 const NOW = Date.parse('2026-11-03T10:00:00Z');
 const LEASE = 30_000;
@@ -99,3 +100,52 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+const postgres = BACKENDS.find((backend) => backend.name === 'postgres');
+const postgresSkip = postgres ? await postgres.unavailable() : 'PostgreSQL is not in TOLLGATE_TEST_BACKENDS';
+
+describe('an instance on PostgreSQL', { skip: postgresSkip ?? false }, () => {
+  it('holds its requests’ credit under its own lease, and a clean stop leaves neither', async () => {
+    const opened = await postgres!.open();
+    try {
+      const server = await startTestServer({
+        backend: opened,
+        ownConnection: true,
+        yaml: { simulator: { chunk_interval_ms: 20 } },
+      });
+      const { key, accountId } = await server.register();
+      await server.call('POST', `/api/admin/accounts/${accountId}/credits`, {
+        key: ADMIN_KEY,
+        body: { amount_usd: 5 },
+      });
+      const streaming = fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'model-b',
+          max_tokens: 16,
+          stream: true,
+          messages: [{ role: 'user', content: 'lease' }],
+        }),
+      });
+      let holds: Record<string, unknown>[] = [];
+      for (let i = 0; i < 100 && holds.length === 0; i++) {
+        holds = await opened.db.all('SELECT instance_id FROM holds');
+        if (holds.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      const leases = await opened.db.all<{ instance_id: string; expires_at: number }>(
+        'SELECT instance_id, expires_at FROM instance_leases',
+      );
+      assert.equal(leases.length, 1);
+      assert.ok(Number(leases[0]!.expires_at) > Date.now(), 'the lease is live');
+      assert.equal(holds.length, 1, 'the stream’s hold is taken');
+      assert.equal(holds[0]!['instance_id'], leases[0]!.instance_id, 'under this instance’s lease');
+      assert.equal((await (await streaming).text()).endsWith('data: [DONE]\n\n'), true);
+      await server.close();
+      assert.deepEqual(await opened.db.all('SELECT instance_id FROM instance_leases'), []);
+      assert.deepEqual(await opened.db.all('SELECT request_id FROM holds'), []);
+    } finally {
+      await opened.cleanup();
+    }
+  });
+});

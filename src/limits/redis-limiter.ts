@@ -81,7 +81,22 @@ export class RedisLimiter implements Limiter {
 
   async admit(request: AdmissionRequest): Promise<Admission> {
     let result = await this.#admit(request, this.#dailySource ? -1 : 0);
-    if (result[1] === UNSEEDED) result = await this.#admit(request, await this.#seed(request));
+    if (result[1] === UNSEEDED) {
+      // The ledger is read once for all the subject's admissions that find the day unseeded meanwhile: the
+      // reading is shared until the admission that started it has set the day (later ones then find it set).
+      const id = `${request.subject}/${utcDayNumber(request.now)}`;
+      let reading = this.#seeding.get(id);
+      const own = reading === undefined;
+      if (!reading) {
+        reading = this.#dailySource!(request.subject, request.now);
+        this.#seeding.set(id, reading);
+      }
+      try {
+        result = await this.#admit(request, await reading);
+      } finally {
+        if (own) this.#seeding.delete(id);
+      }
+    }
     return this.#admission(request, result);
   }
 
@@ -101,17 +116,6 @@ export class RedisLimiter implements Limiter {
       seed,
     ])) as unknown[];
     return result.map(Number);
-  }
-
-  /** The day's tokens from the ledger, read once for all the subject's admissions waiting on it. */
-  async #seed({ subject, now }: AdmissionRequest): Promise<number> {
-    const id = `${subject}/${utcDayNumber(now)}`;
-    let reading = this.#seeding.get(id);
-    if (!reading) {
-      reading = this.#dailySource!(subject, now).finally(() => this.#seeding.delete(id));
-      this.#seeding.set(id, reading);
-    }
-    return reading;
   }
 
   #admission({ limits, now }: AdmissionRequest, result: number[]): Admission {

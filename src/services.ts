@@ -7,7 +7,13 @@ import type { Config, PlanConfig } from './config/config.ts';
 import { createHoldBook, type HoldBook } from './billing/hold-book.ts';
 import { SettlementQueue } from './billing/settlement-queue.ts';
 import { ChatGateway } from './gateway/chat-gateway.ts';
-import { createHoldRecoveryJob, createRetentionJob, Scheduler } from './jobs/scheduler.ts';
+import {
+  createHoldRecoveryJob,
+  createInstanceLeaseJob,
+  createRetentionJob,
+  INSTANCE_LEASE_MS,
+  Scheduler,
+} from './jobs/scheduler.ts';
 import type { Limiter } from './limits/limiter.ts';
 import { type SessionPolicy, SessionsService } from './accounts/sessions-service.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
@@ -21,8 +27,8 @@ import { createTestPaymentProvider } from './payments/payment-provider.ts';
 import { PaymentsService } from './payments/payments-service.ts';
 import { createStripeClient, createStripePaymentProvider } from './payments/stripe-payment-provider.ts';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.ts';
-import { type Clock, systemClock } from './shared/ids.ts';
-import type { Balance } from './store/ledger-repo.ts';
+import { type Clock, newId, systemClock } from './shared/ids.ts';
+import { type Balance, utcDay } from './store/ledger-repo.ts';
 import type { AccountRecord } from './store/records.ts';
 import { type Store } from './store/store.ts';
 
@@ -123,7 +129,7 @@ export function createServices(options: ServicesOptions): Services {
     (config.smtpUrl
       ? createSmtpMailer(config.smtpUrl, 'Tollgate <no-reply@tollgate.local>')
       : createLogMailer(logger, { withText: !config.security.production }));
-  const limiter = options.limiter ?? new MemoryLimiter();
+  const limiter: Limiter = options.limiter ?? new MemoryLimiter();
   const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger, limiter });
   const startedAt = clock();
   const metrics = new Metrics();
@@ -161,6 +167,7 @@ export function createServices(options: ServicesOptions): Services {
       );
   };
   const holds = createHoldBook(store);
+  const instanceId = newId('inst');
   const settlements = new SettlementQueue(store.ledger, logger, {
     spoolPath: options.spoolPath ?? defaultSpoolPath(config.databaseUrl),
     holdRows: holds.rowsInStore,
@@ -170,6 +177,13 @@ export function createServices(options: ServicesOptions): Services {
       batch.map((settlement) => settlement.requestId),
       clock(),
     );
+  // A shared limiter that lost a day's count takes it from the ledger (this process's waiting settlements
+  // committed first, so none is in neither), and its failures are counted.
+  limiter.useDailySource?.(async (subject, now) => {
+    await settlements.flush();
+    return store.usage.keyDayTokens(subject, utcDay(now));
+  });
+  limiter.onFailure?.((kind) => metrics.limiterFailures.inc({ kind }));
 
   const planOf = (account: AccountRecord): PlanConfig =>
     config.plans.get(account.plan) ?? (config.plans.get('free_trial') as PlanConfig);
@@ -327,10 +341,16 @@ export function createServices(options: ServicesOptions): Services {
         store.db.dialect === 'sqlite' ? Number.MAX_SAFE_INTEGER : clock(),
       );
       if (released > 0) logger.warn({ released }, 'released holds of requests that never settled');
+      // On a shared database, this instance's holds belong to its lease: taken before the first hold.
+      if (holds.rowsInStore) {
+        store.ledger.useInstance(instanceId);
+        await store.ledger.renewInstanceLease(instanceId, clock(), clock() + INSTANCE_LEASE_MS);
+      }
       scheduler.start([
         createRetentionJob(store, clock, config.retentionDays, logger),
         createHoldRecoveryJob(store, clock, logger),
         sessions.sweepJob(),
+        ...(holds.rowsInStore ? [createInstanceLeaseJob(store, clock, instanceId)] : []),
       ]);
       dispatcher.start();
     },
@@ -338,6 +358,10 @@ export function createServices(options: ServicesOptions): Services {
       await scheduler.stop();
       await dispatcher.stop();
       await settlements.close();
+      if (holds.rowsInStore)
+        await store.ledger
+          .endInstanceLease(instanceId)
+          .catch((error: unknown) => logger.warn({ err: error }, 'could not end this instance’s lease'));
       await Promise.all([...providers.values()].map((provider) => provider.close()));
       await limiter.close();
       await bus.close();

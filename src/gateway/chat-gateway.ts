@@ -155,9 +155,10 @@ export class ChatGateway {
         ));
     } catch (error) {
       // The database failed mid-hold (it went away): the hold may have been taken though the answer was lost.
-      // A settlement of nothing releases it and the rate-limit reservation, whenever the database is back.
+      // A settlement of nothing releases it whenever the database is back. The request was refused for our
+      // own outage, so it gives its rate-limit slot back (else an outage would use up the key's limits).
       const admitted = { ctx, request, model, promptTokens, reservedTokens, headers };
-      this.#finish(admitted, this.#failed(admitted, false));
+      this.#finish(admitted, this.#failed(admitted, false), true);
       throw error;
     }
     if (!held) {
@@ -336,8 +337,11 @@ export class ChatGateway {
     };
   }
 
-  /** Meters and queues the settlement (which releases the hold); reconciles limits. Returns the cost. */
-  #finish(admitted: Admitted, outcome: Outcome): number {
+  /**
+   * Meters and queues the settlement (which releases the hold); reconciles limits, or gives the request's
+   * rate-limit slot back (`giveBack`: refused for our own outage). Returns the cost.
+   */
+  #finish(admitted: Admitted, outcome: Outcome, giveBack = false): number {
     const { ctx, request, model, reservedTokens } = admitted;
     const { clock, settlements, limiter, metrics, logger } = this.#o;
     const now = clock();
@@ -357,15 +361,16 @@ export class ChatGateway {
       ttftMs: outcome.ttftMs,
       createdAt: now,
     });
-    limiter
-      .reconcile(
-        ctx.key.id,
-        ctx.requestId,
-        reservedTokens,
-        outcome.promptTokens + outcome.completionTokens,
-        now,
-      )
-      .catch((error: unknown) => logger.warn({ err: error }, 'rate-limit reconcile failed'));
+    (giveBack
+      ? limiter.release(ctx.key.id, ctx.requestId, reservedTokens, now)
+      : limiter.reconcile(
+          ctx.key.id,
+          ctx.requestId,
+          reservedTokens,
+          outcome.promptTokens + outcome.completionTokens,
+          now,
+        )
+    ).catch((error: unknown) => logger.warn({ err: error }, 'rate-limit reconcile failed'));
     metrics.recordRequest(
       request.model,
       outcome.provider,

@@ -10,7 +10,13 @@ export interface Job {
   /** Does one round of work; the lease is held for `leaseMs` (longer than one round takes). */
   run(): Promise<void>;
   leaseMs?: number;
+  /** Runs on every instance, without taking the job's lease (a heartbeat). */
+  everyInstance?: boolean;
 }
+
+/** How long an instance's lease lasts without a heartbeat, and how often it beats. */
+export const INSTANCE_LEASE_MS = 30_000;
+export const HEARTBEAT_MS = 10_000;
 
 /**
  * Runs background jobs on a timer. Each round first takes the job's lease in the store, so with several
@@ -49,12 +55,14 @@ export class Scheduler {
   async runOnce(job: Job): Promise<boolean> {
     const now = this.#clock();
     try {
-      const leased = await this.#store.system.acquireLease(
-        job.name,
-        this.#owner,
-        now,
-        now + (job.leaseMs ?? job.everyMs),
-      );
+      const leased =
+        job.everyInstance === true ||
+        (await this.#store.system.acquireLease(
+          job.name,
+          this.#owner,
+          now,
+          now + (job.leaseMs ?? job.everyMs),
+        ));
       if (!leased) return false;
       await job.run();
       return true;
@@ -100,14 +108,32 @@ export function createRetentionJob(store: Store, clock: Clock, retentionDays: nu
   };
 }
 
-/** Releases holds whose request can no longer settle (its instance died mid-request). */
+/**
+ * Releases holds whose request can no longer settle: those of instances whose lease ran out (they died: within
+ * INSTANCE_LEASE_MS plus one round of this job, under a minute) and any past its own expiry.
+ */
 export function createHoldRecoveryJob(store: Store, clock: Clock, logger: Logger): Job {
   return {
     name: 'hold-recovery',
-    everyMs: 60_000,
+    everyMs: 15_000,
     async run() {
+      const orphaned = await store.ledger.releaseOrphanedHolds(clock());
+      if (orphaned > 0) logger.warn({ released: orphaned }, 'released the holds of instances that stopped');
       const released = await store.ledger.releaseExpiredHolds(clock());
       if (released > 0) logger.warn({ released }, 'released expired holds');
+    },
+  };
+}
+
+/** This instance's heartbeat on a shared database: its holds stay while its lease does. */
+export function createInstanceLeaseJob(store: Store, clock: Clock, instanceId: string): Job {
+  return {
+    name: 'instance-lease',
+    everyMs: HEARTBEAT_MS,
+    everyInstance: true,
+    async run() {
+      const now = clock();
+      await store.ledger.renewInstanceLease(instanceId, now, now + INSTANCE_LEASE_MS);
     },
   };
 }

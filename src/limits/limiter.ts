@@ -59,6 +59,13 @@ export interface Limiter {
    * subject and day, so that a restart cannot reopen a daily cap. Shared limiters (Redis) do not need it.
    */
   seedDaily?(subject: string, tokens: number, now: number): void;
+  /**
+   * Shared limiters (Redis): where a daily cap's count comes from when the shared store lost the day (it
+   * restarted empty, failed over) or while admissions fall back to local counting.
+   */
+  useDailySource?(source: (subject: string, now: number) => Promise<number>): void;
+  /** Shared limiters: called on each admission that could not use the shared store, by kind of failure. */
+  onFailure?(listener: (kind: 'unreachable' | 'script') => void): void;
   /** Tokens the subject has taken on the UTC day of `now`. */
   dailyTokens(subject: string, now: number): Promise<number>;
   /** Whether the shared backend is reachable (always true in memory). */

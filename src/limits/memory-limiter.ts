@@ -185,6 +185,12 @@ export class MemoryLimiter implements Limiter {
     subject.dayTokens += tokens;
   }
 
+  /** Makes the day's count at least `tokens` (the ledger's): how a fallback takes over a shared day. */
+  raiseDaily(id: string, tokens: number, now: number): void {
+    const subject = this.#subject(id, now);
+    subject.dayTokens = Math.max(subject.dayTokens, tokens);
+  }
+
   healthy(): boolean {
     return true;
   }

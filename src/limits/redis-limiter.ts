@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import {
   type Admission,
   type AdmissionRequest,
@@ -12,6 +12,13 @@ import {
 import { ADMIT_SCRIPT, RECONCILE_SCRIPT, RELEASE_SCRIPT } from './redis-scripts.ts';
 
 const REASONS = { 1: 'requests', 2: 'tokens', 3: 'daily' } as const;
+const UNSEEDED = 4;
+
+/** A single Redis (or Sentinel-managed) or a Redis Cluster: every key of a subject shares one hash tag. */
+export type RedisClient = Redis | Cluster;
+
+/** The tokens the ledger has recorded for a subject on the UTC day of `now` (what seeds a lost day count). */
+export type DailySource = (subject: string, now: number) => Promise<number>;
 
 class Script {
   readonly #source: string;
@@ -21,7 +28,7 @@ class Script {
     this.#sha = createHash('sha1').update(source).digest('hex');
   }
   /** EVALSHA, loading the script once if Redis does not have it (after a restart or a flush). */
-  async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
+  async run(redis: RedisClient, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await redis.evalsha(this.#sha, keys.length, ...keys, ...args);
     } catch (error) {
@@ -41,12 +48,23 @@ const since = (time: number): number | undefined => (time < 0 ? undefined : time
 /** Limits shared by every instance: one Lua script per admission, one round trip. */
 export class RedisLimiter implements Limiter {
   readonly backend = 'redis';
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
+  #dailySource: DailySource | undefined;
+  /** Seeds being read, per subject and day: concurrent admissions of one key read the ledger once. */
+  readonly #seeding = new Map<string, Promise<number>>();
 
-  constructor(redis: Redis, prefix = 'tg') {
+  constructor(redis: RedisClient, prefix = 'tg') {
     this.#redis = redis;
     this.#prefix = prefix;
+  }
+
+  /**
+   * Where a daily cap's count comes from when Redis does not hold the day (restarted empty, failed over,
+   * evicted). Without one, such a day starts at 0.
+   */
+  useDailySource(source: DailySource): void {
+    this.#dailySource = source;
   }
 
   #keys(subject: string, now: number): string[] {
@@ -57,11 +75,35 @@ export class RedisLimiter implements Limiter {
       `${base}:tokv`,
       `${base}:toksum`,
       `${base}:day:${utcDayNumber(now)}`,
+      `${base}:dayseed:${utcDayNumber(now)}`,
     ];
   }
 
-  async admit({ subject, requestId, limits, tokens, now }: AdmissionRequest): Promise<Admission> {
-    const untilMidnight = msUntilUtcMidnight(now);
+  async admit(request: AdmissionRequest): Promise<Admission> {
+    let result = await this.#admit(request, this.#dailySource ? -1 : 0);
+    if (result[1] === UNSEEDED) {
+      // The ledger is read once for all the subject's admissions that find the day unseeded meanwhile: the
+      // reading is shared until the admission that started it has set the day (later ones then find it set).
+      const id = `${request.subject}/${utcDayNumber(request.now)}`;
+      let reading = this.#seeding.get(id);
+      const own = reading === undefined;
+      if (!reading) {
+        reading = this.#dailySource!(request.subject, request.now);
+        this.#seeding.set(id, reading);
+      }
+      try {
+        result = await this.#admit(request, await reading);
+      } finally {
+        if (own) this.#seeding.delete(id);
+      }
+    }
+    return this.#admission(request, result);
+  }
+
+  async #admit(
+    { subject, requestId, limits, tokens, now }: AdmissionRequest,
+    seed: number,
+  ): Promise<number[]> {
     const result = (await admitScript.run(this.#redis, this.#keys(subject, now), [
       now,
       WINDOW_MS,
@@ -70,9 +112,14 @@ export class RedisLimiter implements Limiter {
       limit(limits.dailyTokens),
       tokens,
       requestId,
-      untilMidnight,
-    ])) as number[];
-    const [allowed, reason, retryMs, count, used, oldestRequest, oldestTokens] = result.map(Number) as [
+      msUntilUtcMidnight(now),
+      seed,
+    ])) as unknown[];
+    return result.map(Number);
+  }
+
+  #admission({ limits, now }: AdmissionRequest, result: number[]): Admission {
+    const [allowed, reason, retryMs, count, used, oldestRequest, oldestTokens] = result as [
       number,
       1 | 2 | 3,
       number,
@@ -105,7 +152,7 @@ export class RedisLimiter implements Limiter {
   }
 
   async release(subject: string, requestId: string, tokens: number, now: number): Promise<void> {
-    await releaseScript.run(this.#redis, this.#keys(subject, now), [requestId, tokens]);
+    await releaseScript.run(this.#redis, this.#keys(subject, now).slice(0, 5), [requestId, tokens]);
   }
 
   async dailyTokens(subject: string, now: number): Promise<number> {

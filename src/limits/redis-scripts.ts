@@ -5,9 +5,10 @@
  * hash tag, so they live on one cluster slot.
  */
 
-/** KEYS: requests zset, tokens zset, token values hash, token sum, day counter.
- *  ARGV: now, window ms, rpm, tpm, daily (-1 = unlimited), tokens, request id, ms to UTC midnight.
- *  Returns {allowed, reason (1 requests, 2 tokens, 3 daily), retry ms, requests in window, tokens in window,
+/** KEYS: requests zset, tokens zset, token values hash, token sum, day counter, day seeded marker.
+ *  ARGV: now, window ms, rpm, tpm, daily (-1 = unlimited), tokens, request id, ms to UTC midnight, the day's
+ *  tokens from the ledger (-1: not read; a daily cap whose day Redis does not hold then answers reason 4).
+ *  Returns {allowed, reason (1 requests, 2 tokens, 3 daily, 4 day not seeded), retry ms, requests in window, tokens in window,
  *  time of the oldest request in the window, of the oldest token reservation (-1: none)}, counts after an
  *  admission, as they stand for a refusal. */
 export const ADMIT_SCRIPT = `
@@ -19,6 +20,8 @@ local daily = tonumber(ARGV[5])
 local tokens = tonumber(ARGV[6])
 local id = ARGV[7]
 local untilMidnight = tonumber(ARGV[8])
+local seed = tonumber(ARGV[9])
+local CHUNK = 1000
 local horizon = now - window
 
 -- When the oldest entry of a window was taken (-1 for an empty one): what x-ratelimit-reset-* reports.
@@ -30,14 +33,26 @@ local function oldestAt(key, limited)
 end
 
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', horizon)
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', horizon)
-if #expired > 0 then
+-- Expired token reservations go in chunks: Lua's unpack takes at most ~8,000 values, and a backlog (a burst
+-- of a minute ago) can be larger. Each entry is cleaned once, so the work stays one step per admission.
+while true do
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', horizon, 'LIMIT', 0, CHUNK)
+  if #expired == 0 then break end
   local values = redis.call('HMGET', KEYS[3], unpack(expired))
   local freed = 0
   for i = 1, #values do freed = freed + (tonumber(values[i]) or 0) end
   redis.call('HDEL', KEYS[3], unpack(expired))
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', horizon)
+  redis.call('ZREM', KEYS[2], unpack(expired))
   if freed ~= 0 then redis.call('DECRBY', KEYS[4], freed) end
+  if #expired < CHUNK then break end
+end
+
+-- A daily cap counts only once Redis holds the day's count: after Redis lost it (a restart, a failover, an
+-- eviction) the caller seeds it from the ledger's daily usage first, so that losing Redis cannot reopen a cap.
+if daily >= 0 and redis.call('EXISTS', KEYS[6]) == 0 then
+  if seed < 0 then return {0, 4, 0, 0, 0, -1, -1} end
+  redis.call('SET', KEYS[5], seed, 'PX', untilMidnight + 3600000)
+  redis.call('SET', KEYS[6], 1, 'PX', untilMidnight + 3600000)
 end
 
 local count = redis.call('ZCARD', KEYS[1])

@@ -1,13 +1,25 @@
+import { ReplyError } from 'ioredis';
 import type { Logger } from 'pino';
 import type { LimiterFailurePolicy } from '../config/config.ts';
-import type { Admission, AdmissionRequest, Limiter } from './limiter.ts';
+import { type Admission, type AdmissionRequest, type Limiter, utcDayNumber } from './limiter.ts';
 import { MemoryLimiter } from './memory-limiter.ts';
-import type { RedisLimiter } from './redis-limiter.ts';
+import type { DailySource, RedisLimiter } from './redis-limiter.ts';
+
+/** Why limits are not shared right now: Redis cannot be reached, or it answers with an error. */
+export type LimiterFailure = 'unreachable' | 'script';
 
 /**
  * Redis first; while Redis cannot be reached, the configured policy: `local` keeps per-instance limits in
  * memory (the default), `allow` admits everything, `deny` refuses with 503. Recovers by itself: each
  * admission tries Redis again as soon as its client reconnects.
+ *
+ * Redis answering an admission with an error (a script error: a bug, a server limit, a read-only replica
+ * after a failover) is not an outage of the connection and is not hidden as one: it is logged at error
+ * level once per episode, counted (`tollgate_limiter_failures_total{kind="script"}`), and `/health` says
+ * degraded until an admission succeeds again; meanwhile the same policy applies.
+ *
+ * The local fallback honours daily caps: the first fallback admission of a key in each episode takes the
+ * day's tokens from the ledger (the daily source), so that falling back cannot reopen a cap.
  */
 export class ResilientLimiter implements Limiter {
   readonly backend = 'redis';
@@ -15,7 +27,11 @@ export class ResilientLimiter implements Limiter {
   readonly #local = new MemoryLimiter();
   readonly #policy: LimiterFailurePolicy;
   readonly #logger: Logger;
-  #degraded = false;
+  #failure: LimiterFailure | undefined;
+  #onFailure: ((kind: LimiterFailure) => void) | undefined;
+  #dailySource: DailySource | undefined;
+  /** Keys whose local daily count took the ledger's in this fallback episode (subject/day). */
+  #seeded = new Set<string>();
 
   constructor(redis: RedisLimiter, policy: LimiterFailurePolicy, logger: Logger) {
     this.#redis = redis;
@@ -23,21 +39,32 @@ export class ResilientLimiter implements Limiter {
     this.#logger = logger;
   }
 
+  /** Called on every admission that could not use Redis (a metric counts them). */
+  onFailure(listener: (kind: LimiterFailure) => void): void {
+    this.#onFailure = listener;
+  }
+
+  useDailySource(source: DailySource): void {
+    this.#dailySource = source;
+    this.#redis.useDailySource(source);
+  }
+
   async admit(request: AdmissionRequest): Promise<Admission> {
     if (this.#redis.healthy()) {
       try {
         const admission = await this.#redis.admit(request);
-        if (this.#degraded) {
-          this.#degraded = false;
+        if (this.#failure !== undefined) {
+          const was = this.#failure;
+          this.#failure = undefined;
           // The connection's loss and return are logged once each where it is made (connect-redis).
-          this.#logger.debug('Redis is back: limits are shared again');
+          if (was === 'script') this.#logger.info('the Redis limiter answers again: limits are shared again');
         }
         return admission;
       } catch (error) {
-        this.#fallingBack(error);
+        this.#failing(error instanceof ReplyError ? 'script' : 'unreachable', error);
       }
     } else {
-      this.#fallingBack(undefined);
+      this.#failing('unreachable', undefined);
     }
     switch (this.#policy) {
       case 'allow':
@@ -45,6 +72,7 @@ export class ResilientLimiter implements Limiter {
       case 'deny':
         return { allowed: false, reason: 'unavailable', retryAfterMs: 1000 };
       case 'local':
+        if (request.limits.dailyTokens !== null) await this.#seedLocal(request);
         return this.#local.admitNow(request);
     }
   }
@@ -72,20 +100,48 @@ export class ResilientLimiter implements Limiter {
       : this.#local.dailyTokens(subject, now);
   }
 
+  /** Limits are shared and Redis answers: false while unreachable or while its admissions fail. */
   healthy(): boolean {
-    return this.#redis.healthy();
+    return this.#failure !== 'script' && this.#redis.healthy();
+  }
+
+  /** Why limits are not shared right now, if they are not. */
+  failure(): LimiterFailure | undefined {
+    return this.#redis.healthy() ? this.#failure : 'unreachable';
   }
 
   async close(): Promise<void> {
     await this.#local.close();
   }
 
-  #fallingBack(error: unknown): void {
-    if (this.#degraded) return;
-    this.#degraded = true;
-    this.#logger.debug(
-      { err: error, policy: this.#policy },
-      'Redis unreachable: limits fall back to the configured policy',
-    );
+  async #seedLocal(request: AdmissionRequest): Promise<void> {
+    if (!this.#dailySource) return;
+    const id = `${request.subject}/${utcDayNumber(request.now)}`;
+    if (this.#seeded.has(id)) return;
+    try {
+      const used = await this.#dailySource(request.subject, request.now);
+      this.#local.raiseDaily(request.subject, used, request.now);
+      this.#seeded.add(id);
+    } catch (error) {
+      // The ledger is away too: the request cannot take a hold either; try again on the next admission.
+      this.#logger.warn({ err: error }, 'could not read the day’s usage for the local limits');
+    }
+  }
+
+  #failing(kind: LimiterFailure, error: unknown): void {
+    this.#onFailure?.(kind);
+    if (this.#failure === kind) return;
+    if (this.#failure === undefined) this.#seeded = new Set();
+    this.#failure = kind;
+    if (kind === 'script')
+      this.#logger.error(
+        { err: error, policy: this.#policy },
+        'the Redis limiter fails (Redis answers with an error): limits follow the failure policy until it succeeds again',
+      );
+    else
+      this.#logger.debug(
+        { err: error, policy: this.#policy },
+        'Redis unreachable: limits fall back to the configured policy',
+      );
   }
 }

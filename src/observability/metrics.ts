@@ -50,6 +50,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly limiterFailures = new Counter({
+    name: 'tollgate_limiter_failures_total',
+    help: 'Admissions that could not use the shared limiter: Redis unreachable, or its script failing',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   readonly processFaults = new Counter({
     name: 'tollgate_process_faults_total',
     help: 'Errors that escaped every handler: uncaught exceptions (the process restarts) and unhandled rejections',

@@ -83,6 +83,7 @@ let lastDay = { number: NaN, text: '' };
 /** Credit grants, holds and settlement: the money. Every method keeps credit − held − debt consistent. */
 export class LedgerRepo {
   readonly #db: Db;
+  #instanceId: string | null = null;
   constructor(db: Db) {
     this.#db = db;
   }
@@ -148,8 +149,8 @@ export class LedgerRepo {
         amountMicros,
       ]);
       await tx.run(
-        'INSERT INTO holds (request_id, account_id, amount_micros, created_at, expires_at, key_id) VALUES ($1, $2, $3, $4, $5, $6)',
-        [requestId, accountId, amountMicros, now, expiresAt, key?.keyId ?? null],
+        'INSERT INTO holds (request_id, account_id, amount_micros, created_at, expires_at, key_id, instance_id) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        [requestId, accountId, amountMicros, now, expiresAt, key?.keyId ?? null, this.#instanceId],
       );
       return true;
     });
@@ -172,7 +173,57 @@ export class LedgerRepo {
       a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0,
     );
     const holdRows = options.holdRows ?? true;
-    await this.#db.transaction(async (tx) => settleBatch(tx, ordered, holdRows));
+    await this.#db.transaction(async (tx) =>
+      tx.dialect === 'postgres' ? settleBatch(tx, ordered, holdRows) : settleRowByRow(tx, ordered, holdRows),
+    );
+  }
+
+  /**
+   * Holds taken from now on belong to this instance (its lease, renewed by `renewInstanceLease`): when the
+   * lease runs out, any instance's `releaseOrphanedHolds` gives them back.
+   */
+  useInstance(instanceId: string): void {
+    this.#instanceId = instanceId;
+  }
+
+  /** The heartbeat: this instance is alive until `expiresAt`. */
+  async renewInstanceLease(instanceId: string, now: number, expiresAt: number): Promise<void> {
+    await this.#db.run(
+      `INSERT INTO instance_leases (instance_id, heartbeat_at, expires_at) VALUES ($1, $2, $3)
+       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at`,
+      [instanceId, now, expiresAt],
+    );
+  }
+
+  /**
+   * Releases the holds of instances whose lease has run out (or that never had one) and forgets those
+   * leases; returns how many holds. Nothing is charged: a request that never settled never finished.
+   */
+  async releaseOrphanedHolds(now: number): Promise<number> {
+    return this.#db.transaction(async (tx) => {
+      const holds = await tx.all<{ request_id: string }>(
+        `SELECT request_id FROM holds WHERE instance_id IS NOT NULL AND NOT EXISTS (
+           SELECT 1 FROM instance_leases l WHERE l.instance_id = holds.instance_id AND l.expires_at > $1)
+         ORDER BY account_id`,
+        [now],
+      );
+      for (const hold of holds) await releaseHold(tx, hold.request_id);
+      await tx.run('DELETE FROM instance_leases WHERE expires_at <= $1', [now]);
+      return holds.length;
+    });
+  }
+
+  /** A clean stop, after every settlement committed: what this instance still holds is released now. */
+  async endInstanceLease(instanceId: string): Promise<number> {
+    return this.#db.transaction(async (tx) => {
+      const holds = await tx.all<{ request_id: string }>(
+        'SELECT request_id FROM holds WHERE instance_id = $1 ORDER BY account_id',
+        [instanceId],
+      );
+      for (const hold of holds) await releaseHold(tx, hold.request_id);
+      await tx.run('DELETE FROM instance_leases WHERE instance_id = $1', [instanceId]);
+      return holds.length;
+    });
   }
 
   /** Releases holds whose request can no longer settle (its instance died); returns how many. */
@@ -202,7 +253,167 @@ async function releaseHold(tx: Db, requestId: string): Promise<number> {
   return hold.amount_micros;
 }
 
+/** `($1, $2), ($3, $4) …` for rows of `width` values, with each value wrapped by `cast` (by column). */
+function valuesList(
+  rows: number,
+  width: number,
+  cast: (column: number, placeholder: string) => string,
+): string {
+  const out: string[] = [];
+  for (let r = 0; r < rows; r++) {
+    const cells: string[] = [];
+    for (let c = 0; c < width; c++) cells.push(cast(c, `$${r * width + c + 1}`));
+    out.push(`(${cells.join(', ')})`);
+  }
+  return out.join(', ');
+}
+
+const asBigint = (placeholder: string): string => `CAST(${placeholder} AS BIGINT)`;
+/** At most this many rows per statement (13 values each: far below both engines' parameter limits). */
+const ROWS_PER_STATEMENT = 1_000;
+
+/**
+ * One batch in a fixed number of statements whatever its size (each a multi-row VALUES list): the usage
+ * records, the holds released, the accounts locked (in id order, so concurrent batches cannot deadlock),
+ * the grants drawn, debts, activity and the daily rollup. Per-request round trips were what made
+ * settlement slow on a networked database.
+ */
 async function settleBatch(tx: Db, settlements: readonly Settlement[], holdRows: boolean): Promise<void> {
+  // The records go first: a request id settled before (a retried batch, a replay) stops here, charging nothing.
+  const inserted = new Set<string>();
+  for (let i = 0; i < settlements.length; i += ROWS_PER_STATEMENT) {
+    const chunk = settlements.slice(i, i + ROWS_PER_STATEMENT);
+    const rows = await tx.all<{ request_id: string }>(
+      `INSERT INTO usage_records (request_id, account_id, key_id, model, deployment, prompt_tokens, completion_tokens, estimated,
+         cost_micros, status, latency_ms, ttft_ms, created_at)
+       VALUES ${valuesList(chunk.length, 13, (_, p) => p)} ON CONFLICT (request_id) DO NOTHING RETURNING request_id`,
+      chunk.flatMap((s) => [
+        s.requestId,
+        s.accountId,
+        s.keyId,
+        s.model,
+        s.deployment,
+        s.promptTokens,
+        s.completionTokens,
+        s.estimated ? 1 : 0,
+        s.costMicros,
+        s.status,
+        Math.round(s.latencyMs),
+        s.ttftMs === null ? null : Math.round(s.ttftMs),
+        s.createdAt,
+      ]),
+    );
+    for (const row of rows) inserted.add(row.request_id);
+  }
+  // A request id twice in one batch is recorded (and charged) once: its first settlement.
+  const fresh = settlements.filter((s) => inserted.delete(s.requestId));
+  if (fresh.length === 0) return;
+  const accountIds = [...new Set(fresh.map((s) => s.accountId))].sort();
+  await tx.all(
+    `SELECT id FROM accounts WHERE id IN (${accountIds.map((_, i) => `$${i + 1}`).join(', ')}) ORDER BY id ${tx.forUpdate}`,
+    accountIds,
+  );
+
+  const released = new Map<string, number>();
+  if (holdRows) {
+    for (let i = 0; i < fresh.length; i += ROWS_PER_STATEMENT) {
+      const chunk = fresh.slice(i, i + ROWS_PER_STATEMENT);
+      const holds = await tx.all<{ account_id: string; amount_micros: number }>(
+        `DELETE FROM holds WHERE request_id IN (${chunk.map((_, j) => `$${j + 1}`).join(', ')}) RETURNING account_id, amount_micros`,
+        chunk.map((s) => s.requestId),
+      );
+      for (const hold of holds)
+        released.set(hold.account_id, (released.get(hold.account_id) ?? 0) + Number(hold.amount_micros));
+    }
+  }
+
+  const groups = groupBy(fresh, (s) => s.accountId);
+  const dues = new Map<string, number>();
+  const lastOf = new Map<string, number>();
+  for (const [accountId, group] of groups) {
+    const total = group.reduce((sum, s) => sum + s.costMicros, 0);
+    if (total > 0) dues.set(accountId, total);
+    lastOf.set(
+      accountId,
+      group.reduce((latest, s) => Math.max(latest, s.createdAt), 0),
+    );
+  }
+  const short = await chargeAll(tx, dues, lastOf);
+
+  // Held amounts given back and activity, one statement for every account of the batch.
+  const accountRows = accountIds.map((id) => {
+    const active = groups
+      .get(id)!
+      .filter((s) => s.status === 'ok')
+      .reduce((latest, s) => Math.max(latest, s.createdAt), 0);
+    return [id, released.get(id) ?? 0, active] as const;
+  });
+  await tx.run(
+    `UPDATE accounts SET held_micros = held_micros - v.column2,
+       last_active_at = CASE WHEN v.column3 > 0 AND (last_active_at IS NULL OR last_active_at < v.column3) THEN v.column3 ELSE last_active_at END
+     FROM (VALUES ${valuesList(accountRows.length, 3, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
+     WHERE accounts.id = v.column1`,
+    accountRows.flat(),
+  );
+
+  // What the credit could not cover is put on the latest requests, so each record says what it really paid.
+  const uncollected = new Map<string, number>();
+  for (const [accountId, missing] of short) {
+    const group = groups.get(accountId)!;
+    let left = missing;
+    for (let i = group.length - 1; i >= 0 && left > 0; i--) {
+      const s = group[i]!;
+      const part = Math.min(left, s.costMicros);
+      if (part === 0) continue;
+      uncollected.set(s.requestId, part);
+      left -= part;
+    }
+  }
+  if (uncollected.size > 0) {
+    const rows = [...uncollected];
+    await tx.run(
+      `UPDATE usage_records SET uncollected_micros = v.column2
+       FROM (VALUES ${valuesList(rows.length, 2, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
+       WHERE usage_records.request_id = v.column1`,
+      rows.flat(),
+    );
+  }
+
+  const rollup = [
+    ...groupBy(
+      fresh,
+      (s) => `${utcDay(s.createdAt)}\u0000${s.accountId}\u0000${s.keyId}\u0000${s.model}`,
+    ).values(),
+  ].map((group) => {
+    const first = group[0]!;
+    const sum = (pick: (s: Settlement) => number): number => group.reduce((total, s) => total + pick(s), 0);
+    return [
+      utcDay(first.createdAt),
+      first.accountId,
+      first.keyId,
+      first.model,
+      group.length,
+      sum((s) => s.promptTokens),
+      sum((s) => s.completionTokens),
+      sum((s) => s.costMicros - (uncollected.get(s.requestId) ?? 0)),
+    ];
+  });
+  for (let i = 0; i < rollup.length; i += ROWS_PER_STATEMENT) {
+    const chunk = rollup.slice(i, i + ROWS_PER_STATEMENT);
+    await tx.run(
+      `INSERT INTO usage_daily (day, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros)
+       VALUES ${valuesList(chunk.length, 8, (c, p) => (c < 4 ? p : asBigint(p)))}
+       ON CONFLICT (day, account_id, key_id, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
+         prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
+         completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
+         cost_micros = usage_daily.cost_micros + excluded.cost_micros`,
+      chunk.flat(),
+    );
+  }
+}
+
+/** The in-process engine's path: a statement costs microseconds there, and one per row is fastest. */
+async function settleRowByRow(tx: Db, settlements: readonly Settlement[], holdRows: boolean): Promise<void> {
   // The records go first: a request id settled before (a retried batch, a replay) stops here, charging nothing.
   const fresh: Settlement[] = [];
   for (const s of settlements) {
@@ -294,6 +505,58 @@ function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, 
     else groups.set(k, [item]);
   }
   return groups;
+}
+
+/**
+ * Draws each account's due from its unexpired grants, soonest expiry first; what they cannot cover becomes
+ * debt on a postpaid account, or is written off on a prepaid one. Three statements for all the accounts.
+ * Returns the uncovered amount per account that has one.
+ */
+async function chargeAll(
+  tx: Db,
+  dues: Map<string, number>,
+  nowOf: Map<string, number>,
+): Promise<Map<string, number>> {
+  const short = new Map<string, number>();
+  if (dues.size === 0) return short;
+  // Each account's grants as of its latest request in the batch (a grant that expired before it is not drawn).
+  const rows = [...dues.keys()].sort().map((id) => [id, nowOf.get(id)!] as const);
+  const grants = await tx.all<{ id: string; account_id: string; remaining_micros: number }>(
+    `SELECT g.id, g.account_id, g.remaining_micros FROM credit_grants g
+     JOIN (VALUES ${valuesList(rows.length, 2, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v ON g.account_id = v.column1
+     WHERE g.expires_at > v.column2 AND g.remaining_micros > 0
+     ORDER BY g.account_id, g.expires_at, g.created_at, g.id ${tx.forUpdate ? `${tx.forUpdate} OF g` : ''}`,
+    rows.flat(),
+  );
+  const left = new Map(dues);
+  const takes: (string | number)[][] = [];
+  for (const grant of grants) {
+    const due = left.get(grant.account_id) ?? 0;
+    if (due === 0) continue;
+    const take = Math.min(due, Number(grant.remaining_micros));
+    if (take === 0) continue;
+    takes.push([grant.id, take]);
+    left.set(grant.account_id, due - take);
+  }
+  if (takes.length > 0) {
+    await tx.run(
+      `UPDATE credit_grants SET remaining_micros = remaining_micros - v.column2
+       FROM (VALUES ${valuesList(takes.length, 2, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
+       WHERE credit_grants.id = v.column1`,
+      takes.flat(),
+    );
+  }
+  const owed = [...left].filter(([, due]) => due > 0);
+  if (owed.length === 0) return short;
+  const postpaid = await tx.all<{ id: string }>(
+    `UPDATE accounts SET debt_micros = debt_micros + v.column2
+     FROM (VALUES ${valuesList(owed.length, 2, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
+     WHERE accounts.id = v.column1 AND accounts.credit_limit_micros > 0 RETURNING accounts.id`,
+    owed.flat(),
+  );
+  const inDebt = new Set(postpaid.map((row) => row.id));
+  for (const [id, due] of owed) if (!inDebt.has(id)) short.set(id, due);
+  return short;
 }
 
 /**

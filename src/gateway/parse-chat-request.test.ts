@@ -21,7 +21,8 @@ const MAX_MESSAGES = 2048;
 const USER = { role: 'user', content: 'hi' };
 
 const parse = (body: unknown, maxMessages = MAX_MESSAGES) => parseChatRequest(body, MODELS, maxMessages);
-const ok = (extra: Record<string, unknown>) => parse({ model: 'model-b', messages: [USER], ...extra }).request;
+const ok = (extra: Record<string, unknown>) =>
+  parse({ model: 'model-b', messages: [USER], ...extra }).request;
 
 /** Asserts a 400 invalid_request whose message names `field` (when given). */
 function rejects(body: unknown, field?: string | RegExp, maxMessages = MAX_MESSAGES): void {
@@ -81,7 +82,8 @@ describe('parseChatRequest: the body and the model', () => {
     );
     assert.throws(
       () => parse({ model: 'x'.repeat(500), messages: [USER] }),
-      (error: GatewayError) => error.message.includes(`"${'x'.repeat(100)}"`) && !error.message.includes('x'.repeat(101)),
+      (error: GatewayError) =>
+        error.message.includes(`"${'x'.repeat(100)}"`) && !error.message.includes('x'.repeat(101)),
     );
   });
 });
@@ -124,7 +126,10 @@ describe('parseChatRequest: messages', () => {
     rejectsField({ messages: [{ role: 'user' }] }, 'messages[0].content');
     rejectsField({ messages: [{ role: 'user', content: null }] }, 'messages[0].content');
     rejectsField({ messages: [{ role: 'user', content: 5 }] }, 'messages[0].content');
-    rejectsField({ messages: [{ role: 'user', content: { type: 'text', text: 'x' } }] }, 'messages[0].content');
+    rejectsField(
+      { messages: [{ role: 'user', content: { type: 'text', text: 'x' } }] },
+      'messages[0].content',
+    );
     const parts = [
       { type: 'text', text: 'one ' },
       { type: 'text', text: 'two' },
@@ -147,14 +152,24 @@ describe('parseChatRequest: messages', () => {
 
   it('an assistant message with tool calls may have null content; the calls are checked', () => {
     const call = { id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } };
-    const parsed = ok({ messages: [USER, { role: 'assistant', content: null, tool_calls: [call] }] }).messages[1]!;
+    const parsed = ok({ messages: [USER, { role: 'assistant', content: null, tool_calls: [call] }] })
+      .messages[1]!;
     assert.equal(parsed.content, null);
     assert.deepEqual(parsed.tool_calls, [call]);
-    assert.equal(ok({ messages: [USER, { role: 'assistant', tool_calls: [call] }] }).messages[1]?.content, null);
-    assert.equal('tool_calls' in ok({ messages: [{ role: 'assistant', content: 'x', tool_calls: null }] }).messages[0]!, false);
+    assert.equal(
+      ok({ messages: [USER, { role: 'assistant', tool_calls: [call] }] }).messages[1]?.content,
+      null,
+    );
+    assert.equal(
+      'tool_calls' in ok({ messages: [{ role: 'assistant', content: 'x', tool_calls: null }] }).messages[0]!,
+      false,
+    );
     rejectsField({ messages: [{ role: 'assistant', content: null }] }, 'messages[0].content');
     rejectsField({ messages: [{ role: 'user', content: null, tool_calls: [call] }] }, 'messages[0].content');
-    rejectsField({ messages: [{ role: 'assistant', content: null, tool_calls: call }] }, 'tool_calls must be an array');
+    rejectsField(
+      { messages: [{ role: 'assistant', content: null, tool_calls: call }] },
+      'tool_calls must be an array',
+    );
     const broken = [
       { ...call, id: 1 },
       { ...call, type: 'code' },
@@ -164,12 +179,21 @@ describe('parseChatRequest: messages', () => {
       null,
     ];
     for (const bad of broken)
-      rejectsField({ messages: [{ role: 'assistant', content: null, tool_calls: [call, bad] }] }, 'tool_calls[1]');
+      rejectsField(
+        { messages: [{ role: 'assistant', content: null, tool_calls: [call, bad] }] },
+        'tool_calls[1]',
+      );
   });
 
   it('a tool message needs its tool_call_id', () => {
-    assert.equal(ok({ messages: [{ role: 'tool', content: 'r', tool_call_id: 'c1' }] }).messages[0]?.tool_call_id, 'c1');
-    assert.equal('tool_call_id' in ok({ messages: [{ role: 'user', content: 'r', tool_call_id: 'c1' }] }).messages[0]!, false);
+    assert.equal(
+      ok({ messages: [{ role: 'tool', content: 'r', tool_call_id: 'c1' }] }).messages[0]?.tool_call_id,
+      'c1',
+    );
+    assert.equal(
+      'tool_call_id' in ok({ messages: [{ role: 'user', content: 'r', tool_call_id: 'c1' }] }).messages[0]!,
+      false,
+    );
     rejectsField({ messages: [{ role: 'tool', content: 'r' }] }, 'messages[0].tool_call_id');
     rejectsField({ messages: [{ role: 'tool', content: 'r', tool_call_id: '' }] }, 'tool_call_id');
     rejectsField({ messages: [{ role: 'tool', content: 'r', tool_call_id: 3 }] }, 'tool_call_id');
@@ -290,23 +314,44 @@ describe('parseChatRequest: tools and tool_choice', () => {
     rejectsField({ tools: [{ type: 'function' }] }, 'tools[0].function must be an object');
     rejectsField({ tools: [{ type: 'function', function: { ...fn, name: 5 } }] }, 'tools[0].function.name');
     rejectsField({ tools: [{ type: 'function', function: { ...fn, name: '' } }] }, 'tools[0].function.name');
-    rejectsField({ tools: [{ type: 'function', function: { ...fn, name: 'a b' } }] }, 'tools[0].function.name');
-    rejectsField({ tools: [{ type: 'function', function: { ...fn, name: 'x'.repeat(65) } }] }, 'function.name');
+    rejectsField(
+      { tools: [{ type: 'function', function: { ...fn, name: 'a b' } }] },
+      'tools[0].function.name',
+    );
+    rejectsField(
+      { tools: [{ type: 'function', function: { ...fn, name: 'x'.repeat(65) } }] },
+      'function.name',
+    );
     ok({ tools: [{ type: 'function', function: { name: 'A-z_0'.padEnd(64, '9') } }] });
     rejectsField({ tools: [{ type: 'function', function: { ...fn, name: 'ok\nbad' } }] }, 'function.name');
-    rejectsField({ tools: [{ type: 'function', function: { ...fn, description: 1 } }] }, 'function.description');
-    rejectsField({ tools: [{ type: 'function', function: { ...fn, parameters: 'x' } }] }, 'function.parameters');
-    rejectsField({ tools: [{ type: 'function', function: { ...fn, parameters: { type: 'array' } } }] }, 'function.parameters');
+    rejectsField(
+      { tools: [{ type: 'function', function: { ...fn, description: 1 } }] },
+      'function.description',
+    );
+    rejectsField(
+      { tools: [{ type: 'function', function: { ...fn, parameters: 'x' } }] },
+      'function.parameters',
+    );
+    rejectsField(
+      { tools: [{ type: 'function', function: { ...fn, parameters: { type: 'array' } } }] },
+      'function.parameters',
+    );
     rejectsField(
       { tools: [{ type: 'function', function: { ...fn, parameters: { type: 'object', properties: [] } } }] },
       'parameters.properties',
     );
     rejectsField(
-      { tools: [{ type: 'function', function: { ...fn, parameters: { type: 'object', required: 'city' } } }] },
+      {
+        tools: [{ type: 'function', function: { ...fn, parameters: { type: 'object', required: 'city' } } }],
+      },
       'parameters.required',
     );
     rejectsField(
-      { tools: [{ type: 'function', function: { ...fn, parameters: { type: 'object', required: ['a', 1] } } }] },
+      {
+        tools: [
+          { type: 'function', function: { ...fn, parameters: { type: 'object', required: ['a', 1] } } },
+        ],
+      },
       'parameters.required',
     );
     ok({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] });
@@ -324,8 +369,17 @@ describe('parseChatRequest: tools and tool_choice', () => {
     rejectsField({ tools: [tool], tool_choice: { type: 'function', function: { name: 'other' } } }, 'other');
     rejectsField({ tool_choice: named }, 'get_weather');
     rejectsField({ tools: [tool], tool_choice: 'always' }, 'tool_choice must be');
-    rejectsField({ tools: [tool], tool_choice: { type: 'tool', function: { name: 'get_weather' } } }, 'tool_choice must be');
-    rejectsField({ tools: [tool], tool_choice: { type: 'function', function: 'get_weather' } }, 'tool_choice must be');
-    rejectsField({ tools: [tool], tool_choice: { type: 'function', function: { name: 1 } } }, 'tool_choice must be');
+    rejectsField(
+      { tools: [tool], tool_choice: { type: 'tool', function: { name: 'get_weather' } } },
+      'tool_choice must be',
+    );
+    rejectsField(
+      { tools: [tool], tool_choice: { type: 'function', function: 'get_weather' } },
+      'tool_choice must be',
+    );
+    rejectsField(
+      { tools: [tool], tool_choice: { type: 'function', function: { name: 1 } } },
+      'tool_choice must be',
+    );
   });
 });

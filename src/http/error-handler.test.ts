@@ -22,18 +22,24 @@ describe('toGatewayError (anything thrown → the spec error)', () => {
     assert.equal(mapped.cause, error);
 
     const unknown = Object.assign(new Error('bad'), {
-      validation: [{ instancePath: '', keyword: 'additionalProperties', params: { additionalProperty: 'x' } }],
+      validation: [
+        { instancePath: '', keyword: 'additionalProperties', params: { additionalProperty: 'x' } },
+      ],
       validationContext: 'querystring',
     });
     assert.equal(toGatewayError(unknown).message, 'querystring has unknown field x');
     const bare = Object.assign(new Error('bad'), { validation: [] });
     assert.equal(toGatewayError(bare).message, 'body is invalid');
-    const noMessage = Object.assign(new Error('bad'), { validation: [{ instancePath: '/a', keyword: 'x', params: {} }] });
+    const noMessage = Object.assign(new Error('bad'), {
+      validation: [{ instancePath: '/a', keyword: 'x', params: {} }],
+    });
     assert.equal(toGatewayError(noMessage).message, 'body.a is invalid');
   });
 
   it('a body over the limit is 413 with code invalid_request', () => {
-    const mapped = toGatewayError(Object.assign(new Error('big'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 }));
+    const mapped = toGatewayError(
+      Object.assign(new Error('big'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 }),
+    );
     assert.equal(mapped.status, 413);
     assert.equal(mapped.code, 'invalid_request');
     assert.equal(mapped.type, 'invalid_request_error');
@@ -41,7 +47,9 @@ describe('toGatewayError (anything thrown → the spec error)', () => {
   });
 
   it('other 4xx keep their status as invalid_request', () => {
-    const media = toGatewayError(Object.assign(new Error('x'), { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE', statusCode: 415 }));
+    const media = toGatewayError(
+      Object.assign(new Error('x'), { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE', statusCode: 415 }),
+    );
     assert.equal(media.status, 415);
     assert.equal(media.code, 'invalid_request');
     assert.equal(media.message, 'Content-Type must be application/json');
@@ -69,16 +77,34 @@ describe('toGatewayError (anything thrown → the spec error)', () => {
 
 describe('errorHeaders', () => {
   it('adds Retry-After in whole seconds (at least 1) and Retry-After-Ms', () => {
-    assert.deepEqual(errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: 1500, headers: { a: 'b' } })), {
-      a: 'b',
-      'retry-after': '2',
-      'retry-after-ms': '1500',
-    });
-    assert.equal(errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: 2000 }))['retry-after'], '2');
-    assert.equal(errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: 1 }))['retry-after'], '1');
-    assert.equal(errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: 0 }))['retry-after'], '1');
-    assert.equal(errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: 0.2 }))['retry-after-ms'], '1');
-    assert.equal(errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: -5 }))['retry-after-ms'], '0');
+    assert.deepEqual(
+      errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: 1500, headers: { a: 'b' } })),
+      {
+        a: 'b',
+        'retry-after': '2',
+        'retry-after-ms': '1500',
+      },
+    );
+    assert.equal(
+      errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: 2000 }))['retry-after'],
+      '2',
+    );
+    assert.equal(
+      errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: 1 }))['retry-after'],
+      '1',
+    );
+    assert.equal(
+      errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: 0 }))['retry-after'],
+      '1',
+    );
+    assert.equal(
+      errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: 0.2 }))['retry-after-ms'],
+      '1',
+    );
+    assert.equal(
+      errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: -5 }))['retry-after-ms'],
+      '0',
+    );
   });
 
   it('has only the error own headers without a delay', () => {
@@ -102,6 +128,11 @@ describe('RouteTable', () => {
   });
 });
 
+interface ErrorBody {
+  error: { code: string; type: string; message: string };
+}
+const errorOf = (response: { json(): unknown }): ErrorBody['error'] => (response.json() as ErrorBody).error;
+
 describe('installErrorHandling (in-process, no port)', () => {
   async function app() {
     const routes = new RouteTable();
@@ -110,7 +141,8 @@ describe('installErrorHandling (in-process, no port)', () => {
     routes.add('/things/:id', 'GET');
     instance.get('/things/:id', async (request) => {
       const id = (request.params as { id: string }).id;
-      if (id === 'limited') throw new GatewayError('rate_limit_exceeded', 'slow down', { retryAfterMs: 3000 });
+      if (id === 'limited')
+        throw new GatewayError('rate_limit_exceeded', 'slow down', { retryAfterMs: 3000 });
       if (id === 'boom') throw new Error('database password is hunter2');
       return { id };
     });
@@ -124,15 +156,15 @@ describe('installErrorHandling (in-process, no port)', () => {
     assert.equal(limited.statusCode, 429);
     assert.equal(limited.headers['retry-after'], '3');
     assert.match(String(limited.headers['content-type']), /^application\/json/);
-    const body = limited.json();
+    const body = { error: errorOf(limited) };
     assert.equal(body.error.code, 'rate_limit_exceeded');
     assert.equal(body.error.type, 'rate_limit_error');
     assert.equal(body.error.message, 'slow down');
 
     const boom = await instance.inject({ method: 'GET', url: '/things/boom' });
     assert.equal(boom.statusCode, 500);
-    assert.equal(boom.json().error.code, 'internal_error');
-    assert.equal(boom.json().error.type, 'api_error');
+    assert.equal(errorOf(boom).code, 'internal_error');
+    assert.equal(errorOf(boom).type, 'api_error');
     assert.doesNotMatch(boom.body, /hunter2/);
     await instance.close();
   });
@@ -142,13 +174,13 @@ describe('installErrorHandling (in-process, no port)', () => {
     const wrong = await instance.inject({ method: 'POST', url: '/things/1?x=1' });
     assert.equal(wrong.statusCode, 405);
     assert.equal(wrong.headers['allow'], 'GET');
-    assert.equal(wrong.json().error.code, 'method_not_allowed');
-    assert.equal(wrong.json().error.message, 'POST is not allowed on /things/1');
+    assert.equal(errorOf(wrong).code, 'method_not_allowed');
+    assert.equal(errorOf(wrong).message, 'POST is not allowed on /things/1');
     const missing = await instance.inject({ method: 'GET', url: '/nothing?q=1' });
     assert.equal(missing.statusCode, 404);
-    assert.equal(missing.json().error.code, 'not_found');
-    assert.equal(missing.json().error.type, 'invalid_request_error');
-    assert.equal(missing.json().error.message, 'no route GET /nothing');
+    assert.equal(errorOf(missing).code, 'not_found');
+    assert.equal(errorOf(missing).type, 'invalid_request_error');
+    assert.equal(errorOf(missing).message, 'no route GET /nothing');
     assert.equal(missing.headers['allow'], undefined);
     await instance.close();
   });

@@ -11,16 +11,28 @@ const DAILY = (n: number): LimitSet => ({ requestsPerMinute: null, tokensPerMinu
 const NONE: LimitSet = { requestsPerMinute: null, tokensPerMinute: null, dailyTokens: null };
 
 let seq = 0;
-const admit = (limiter: MemoryLimiter, subject: string, limits: LimitSet, now: number, tokens = 0, requestId = `r${seq++}`) =>
-  limiter.admitNow({ subject, requestId, limits, tokens, now });
+const admit = (
+  limiter: MemoryLimiter,
+  subject: string,
+  limits: LimitSet,
+  now: number,
+  tokens = 0,
+  requestId = `r${seq++}`,
+) => limiter.admitNow({ subject, requestId, limits, tokens, now });
 
 describe('limiter time helpers', () => {
   it('counts to the next UTC midnight and numbers UTC days', () => {
     assert.equal(WINDOW_MS, 60_000);
     assert.equal(msUntilUtcMidnight(Date.parse('2026-11-03T23:59:59.000Z')), 1000);
     assert.equal(msUntilUtcMidnight(Date.parse('2026-11-03T00:00:00.000Z')), 86_400_000);
-    assert.equal(utcDayNumber(Date.parse('2026-11-03T23:59:59.999Z')), utcDayNumber(Date.parse('2026-11-03T00:00:00Z')));
-    assert.equal(utcDayNumber(Date.parse('2026-11-04T00:00:00Z')) - utcDayNumber(Date.parse('2026-11-03T00:00:00Z')), 1);
+    assert.equal(
+      utcDayNumber(Date.parse('2026-11-03T23:59:59.999Z')),
+      utcDayNumber(Date.parse('2026-11-03T00:00:00Z')),
+    );
+    assert.equal(
+      utcDayNumber(Date.parse('2026-11-04T00:00:00Z')) - utcDayNumber(Date.parse('2026-11-03T00:00:00Z')),
+      1,
+    );
     assert.equal(utcDayNumber(86_400_000 * 3 + 5), 3);
   });
 });
@@ -96,7 +108,8 @@ describe('MemoryLimiter: requests per minute', () => {
     const refused = admit(limiter, 'k', limits, later);
     assert.equal(refused.allowed, false);
     assert.equal(refused.retryAfterMs, 1);
-    for (let i = 0; i < 500; i++) assert.equal(admit(limiter, 'k', limits, T0 + 2 * WINDOW_MS + 2499).allowed, true);
+    for (let i = 0; i < 500; i++)
+      assert.equal(admit(limiter, 'k', limits, T0 + 2 * WINDOW_MS + 2499).allowed, true);
   });
 });
 

@@ -17,18 +17,44 @@ describe('paymentEvent (the webhook body, field by field)', () => {
       customer_email: 'ann@example.com',
       timestamp: '2026-11-03T10:20:30.456Z',
     });
-    assert.deepEqual(Object.keys(event), ['event_type', 'order_id', 'plan', 'amount', 'currency', 'customer_email', 'timestamp']);
+    assert.deepEqual(Object.keys(event), [
+      'event_type',
+      'order_id',
+      'plan',
+      'amount',
+      'currency',
+      'customer_email',
+      'timestamp',
+    ]);
   });
 
   it('the amount is decimal currency units, not micro-units', () => {
-    const event = paymentEvent({ ...ORDER, amountMicros: 5_000_000 }, 'a@b.c', 'free_trial', { status: 'paid' }, NOW);
+    const event = paymentEvent(
+      { ...ORDER, amountMicros: 5_000_000 },
+      'a@b.c',
+      'free_trial',
+      { status: 'paid' },
+      NOW,
+    );
     assert.equal(event.event_type === 'payment.success' && event.amount, 5);
-    const cents = paymentEvent({ ...ORDER, amountMicros: 10_000 }, 'a@b.c', 'free_trial', { status: 'paid' }, NOW);
+    const cents = paymentEvent(
+      { ...ORDER, amountMicros: 10_000 },
+      'a@b.c',
+      'free_trial',
+      { status: 'paid' },
+      NOW,
+    );
     assert.equal(cents.event_type === 'payment.success' && cents.amount, 0.01);
   });
 
   it('payment.failed carries the order, the reason code and the time, nothing else', () => {
-    const event = paymentEvent(ORDER, 'ann@example.com', 'pro', { status: 'failed', reason: 'card_declined' }, NOW);
+    const event = paymentEvent(
+      ORDER,
+      'ann@example.com',
+      'pro',
+      { status: 'failed', reason: 'card_declined' },
+      NOW,
+    );
     assert.deepEqual(event, {
       event_type: 'payment.failed',
       order_id: 'ord_123',

@@ -5,7 +5,8 @@ import { signPayload, verifySignature } from './sign-payload.ts';
 
 // The spec: `sha256=` + lowercase hex HMAC-SHA256 of the payload text, keyed with the shared secret.
 const expected = (payload: string, secret: string): string =>
-  'sha256=' + createHmac('sha256', Buffer.from(secret, 'utf8')).update(Buffer.from(payload, 'utf8')).digest('hex');
+  'sha256=' +
+  createHmac('sha256', Buffer.from(secret, 'utf8')).update(Buffer.from(payload, 'utf8')).digest('hex');
 
 describe('webhook signing', () => {
   const payload = '{"event_type":"payment.success","order_id":"ord_1","amount":9.99}';
@@ -32,7 +33,10 @@ describe('webhook signing', () => {
     assert.equal(verifySignature(payload, 'another-secret', header), false);
     assert.equal(verifySignature(payload + ' ', secret, header), false);
     assert.equal(verifySignature(payload, secret, header.slice(0, -1)), false);
-    assert.equal(verifySignature(payload, secret, header.slice(0, -1) + (header.endsWith('0') ? '1' : '0')), false);
+    assert.equal(
+      verifySignature(payload, secret, header.slice(0, -1) + (header.endsWith('0') ? '1' : '0')),
+      false,
+    );
     assert.equal(verifySignature(payload, secret, header.slice('sha256='.length)), false);
   });
 });

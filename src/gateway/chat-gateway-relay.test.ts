@@ -13,6 +13,7 @@ import type { Store } from '../store/store.ts';
 import type { HoldBook } from '../billing/hold-book.ts';
 import type { ChatChunk, ChatRequest } from './chat-types.ts';
 import { type Admitted, ChatGateway } from './chat-gateway.ts';
+import { countTextTokens } from './count-tokens.ts';
 import type { StreamSink } from './stream-sink.ts';
 
 const MODEL: ModelConfig = {
@@ -91,9 +92,20 @@ class Sink implements StreamSink {
 
 function setup(
   chunks: (ChatChunk | Error)[],
-  options: { includeUsage?: boolean; onChunk?: (index: number) => void } = {},
+  options: { includeUsage?: boolean; onChunk?: (index: number) => void; openFails?: Error } = {},
 ) {
   const settled: Settlement[] = [];
+  const observed: number[] = [];
+  const logs: {
+    level: number;
+    msg: string;
+    requestId?: string;
+    deployment?: string;
+    err?: { message: string };
+  }[] = [];
+  const signals: AbortSignal[] = [];
+  // The request arrived 50 ms ago; the upstream call started 20 ms after it.
+  const arrivedAt = performance.now() - 50;
   const [first, ...rest] = chunks;
   async function* more(): AsyncGenerator<ChatChunk> {
     let index = 1;
@@ -104,16 +116,20 @@ function setup(
     }
   }
   const router = {
-    openStream: async () => ({
-      result: { first: first as ChatChunk, rest: more() },
-      deployment: 'sim/model-b',
-      provider: 'sim',
-      attempts: 1,
-      upstreamStartedAt: performance.now(),
-    }),
+    openStream: async (_request: ChatRequest, signal: AbortSignal) => {
+      signals.push(signal);
+      if (options.openFails) throw options.openFails;
+      return {
+        result: { first: first as ChatChunk, rest: more() },
+        deployment: 'sim/model-b',
+        provider: 'sim',
+        attempts: 1,
+        upstreamStartedAt: arrivedAt + 20,
+      };
+    },
   } as unknown as Router;
   const metrics = {
-    overhead: { observe() {} },
+    overhead: { observe: (seconds: number) => void observed.push(seconds) },
     recordRequest() {},
     rejected: { inc() {} },
   } as unknown as Metrics;
@@ -126,7 +142,10 @@ function setup(
     holds: {} as HoldBook,
     metrics,
     clock: () => Date.parse('2026-11-03T10:00:00Z'),
-    logger: pino({ level: 'silent' }),
+    logger: pino(
+      { level: 'debug' },
+      { write: (line: string) => void logs.push(JSON.parse(line) as (typeof logs)[number]) },
+    ),
     limitsOf: () => ({ requestsPerMinute: null, tokensPerMinute: null, dailyTokens: null }),
     billingStanding: () => ({ ok: true }) as never,
   });
@@ -145,14 +164,14 @@ function setup(
   };
   const account: AccountRecord = newAccountRecord('acct_1', 'a@example.com', 'x', 0);
   const admitted: Admitted = {
-    ctx: { requestId: 'req_1', key: { id: 'key_1' } as ApiKeyRecord, account, arrivedAt: performance.now() },
+    ctx: { requestId: 'req_1', key: { id: 'key_1' } as ApiKeyRecord, account, arrivedAt },
     request,
     model: MODEL,
     promptTokens: 7,
     reservedTokens: 7,
     headers: { 'x-ratelimit-limit-requests': '10' },
   };
-  return { gateway, admitted, settled };
+  return { gateway, admitted, settled, observed, logs, signals };
 }
 
 describe('the stream relay', () => {
@@ -298,5 +317,131 @@ describe('the stream relay', () => {
     await gateway.stream(admitted, sink);
     assert.equal(sink.drains, 2);
     assert.equal(sink.events().length, 4);
+  });
+
+  it('reports the overhead before the upstream call (header and metric) and the time to first token', async () => {
+    const { gateway, admitted, settled, observed } = setup([chunk('a')]);
+    const sink = new Sink();
+    await gateway.stream(admitted, sink);
+    assert.equal(sink.headers?.['x-tollgate-overhead-ms'], '20.000');
+    assert.equal(observed.length, 1);
+    assert.ok(Math.abs(observed[0]! - 0.02) < 1e-9, `observed ${observed[0]} s`);
+    const ttft = settled[0]?.ttftMs ?? -1;
+    assert.ok(ttft >= 50 && ttft < 60_000, `ttft ${ttft} ms`);
+  });
+
+  it('an upstream that cannot be opened throws, and the request is settled as an error with nothing billed', async () => {
+    const failure = new Error('no deployment answered');
+    const { gateway, admitted, settled } = setup([chunk('a')], { openFails: failure });
+    const sink = new Sink();
+    await assert.rejects(gateway.stream(admitted, sink), (error) => error === failure);
+    assert.equal(sink.headers, undefined, 'nothing was sent');
+    assert.equal(settled.length, 1);
+    assert.equal(settled[0]?.status, 'error');
+    assert.equal(settled[0]?.promptTokens, 0);
+    assert.equal(settled[0]?.completionTokens, 0);
+    assert.equal(settled[0]?.costMicros, 0);
+  });
+
+  it('a client that leaves aborts the upstream call; an upstream failure after that writes nothing', async () => {
+    const sink = new Sink();
+    const { gateway, admitted, settled, signals, logs } = setup(
+      [chunk('a'), chunk('b'), new Error('aborted')],
+      {
+        onChunk: (index) => {
+          if (index === 2) sink.close();
+        },
+      },
+    );
+    await gateway.stream(admitted, sink);
+    assert.equal(signals[0]?.aborted, true, 'the upstream request is aborted');
+    assert.ok(!sink.text.includes('provider_error'));
+    assert.ok(!sink.text.includes('[DONE]'));
+    assert.equal(settled[0]?.status, 'cancelled');
+    assert.equal(logs.filter((line) => line.level >= 40).length, 0, 'a client leaving is not a failure');
+  });
+
+  it('a failure mid-stream is logged with the request id and the deployment', async () => {
+    const { gateway, admitted, logs } = setup([chunk('a'), new Error('socket hang up')]);
+    const sink = new Sink();
+    await gateway.stream(admitted, sink);
+    assert.match(parseError(sink.events().at(-1)!).message, /incomplete/);
+    const warning = logs.find((line) => line.level === 40);
+    assert.equal(warning?.msg, 'stream failed after its first chunk');
+    assert.equal(warning?.requestId, 'req_1');
+    assert.equal(warning?.deployment, 'sim/model-b');
+    assert.equal(warning?.err?.message, 'socket hang up');
+  });
+
+  it('keeps the upstream usage when a later chunk carries none', async () => {
+    const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
+    const { gateway, admitted, settled } = setup([chunk('a', { usage }), chunk('b', { usage: null })]);
+    await gateway.stream(admitted, new Sink());
+    assert.equal(settled[0]?.promptTokens, 11);
+    assert.equal(settled[0]?.completionTokens, 22);
+    assert.equal(settled[0]?.estimated, false);
+  });
+
+  it('a chunk whose choice has no delta is relayed, not a failure', async () => {
+    const bare = chunk(undefined);
+    delete (bare.choices[0] as { delta?: unknown }).delta;
+    const { gateway, admitted, settled } = setup([chunk('a'), bare]);
+    const sink = new Sink();
+    await gateway.stream(admitted, sink);
+    assert.equal(sink.events().at(-1), '[DONE]');
+    assert.equal(settled[0]?.status, 'ok');
+  });
+
+  it('counts a tool call as its name and arguments, exactly', async () => {
+    const call = {
+      index: 0,
+      id: 'c1',
+      type: 'function' as const,
+      function: { name: 'get_weather', arguments: '{"city":' },
+    };
+    const { gateway, admitted, settled } = setup([
+      chunk(undefined, { choices: [{ index: 0, delta: { tool_calls: [call] }, finish_reason: null }] }),
+      chunk(undefined, {
+        choices: [
+          {
+            index: 0,
+            delta: { tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] },
+            finish_reason: null,
+          },
+        ],
+      }),
+      chunk(undefined, {
+        choices: [
+          {
+            index: 0,
+            delta: { tool_calls: [{ index: 0, function: {} }, { index: 1 }] },
+            finish_reason: 'tool_calls',
+          },
+        ],
+      }),
+    ]);
+    await gateway.stream(admitted, new Sink());
+    assert.equal(settled[0]?.completionTokens, countTextTokens('get_weather{"city":"Paris"}'));
+  });
+
+  it('forwards the upstream usage chunk as sent (not a made-up one)', async () => {
+    const usage = {
+      prompt_tokens: 11,
+      completion_tokens: 22,
+      total_tokens: 33,
+      prompt_tokens_details: { cached_tokens: 3 },
+    };
+    const { gateway, admitted } = setup(
+      [chunk('a'), chunk(undefined, { choices: [], usage, system_fingerprint: 'fp_1' })],
+      {
+        includeUsage: true,
+      },
+    );
+    const sink = new Sink();
+    await gateway.stream(admitted, sink);
+    const events = sink.events();
+    assert.equal(events.length, 3);
+    assert.deepEqual(parseChunk(events[1]!).usage, usage);
+    assert.equal(parseChunk(events[1]!)['system_fingerprint'], 'fp_1');
   });
 });

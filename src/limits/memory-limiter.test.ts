@@ -224,6 +224,45 @@ describe('MemoryLimiter: tokens per UTC day', () => {
   });
 });
 
+describe('MemoryLimiter: exact edges', () => {
+  it('what was admitted while unlimited does not count once a limit applies', () => {
+    const limiter = new MemoryLimiter();
+    for (let i = 0; i < 3; i++) admit(limiter, 'k', NONE, T0 + i, 1000);
+    assert.equal(admit(limiter, 'k', RPM(1), T0 + 10).allowed, true, 'no requests were kept while unlimited');
+    assert.equal(
+      admit(limiter, 'k', TPM(1000), T0 + 20, 1000).allowed,
+      true,
+      'no tokens were kept while unlimited',
+    );
+  });
+
+  it('the idle sweep never forgets a key with requests still in its window', () => {
+    const limiter = new MemoryLimiter();
+    admit(limiter, 'k', RPM(2), T0); // also schedules the next sweep a window later
+    admit(limiter, 'k', RPM(2), T0 + 30_000);
+    // At T0 + 60 s the sweep runs: the first request has aged out, the second has not.
+    assert.equal(admit(limiter, 'k', RPM(2), T0 + WINDOW_MS).allowed, true);
+    assert.equal(admit(limiter, 'k', RPM(2), T0 + WINDOW_MS + 1).allowed, false);
+  });
+
+  it('a request of exactly the token limit waits for every reservation to age out, not a whole window', () => {
+    const limiter = new MemoryLimiter();
+    admit(limiter, 'k', TPM(100), T0, 40);
+    const refused = admit(limiter, 'k', TPM(100), T0 + 1000, 100);
+    assert.equal(refused.allowed, false);
+    assert.equal(refused.retryAfterMs, WINDOW_MS - 1000);
+  });
+
+  it('the token wait ends as soon as the request fits exactly', () => {
+    const limiter = new MemoryLimiter();
+    admit(limiter, 'k', TPM(1000), T0, 600, 'a');
+    admit(limiter, 'k', TPM(1000), T0 + 1000, 300, 'b');
+    admit(limiter, 'k', TPM(1000), T0 + 2000, 100, 'c');
+    // 600 more fit exactly once 'a' has aged out (400 + 600 = 1000).
+    assert.equal(admit(limiter, 'k', TPM(1000), T0 + 3000, 600).retryAfterMs, WINDOW_MS - 3000);
+  });
+});
+
 describe('MemoryLimiter: lifecycle', () => {
   it('is the always-healthy memory backend and forgets everything on close', async () => {
     const limiter = new MemoryLimiter();

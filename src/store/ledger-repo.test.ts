@@ -329,6 +329,23 @@ describe('LedgerRepo: settlement', () => {
     assert.equal((await account()).last, NOW + 50);
   });
 
+  it('debt reduces what a postpaid account may hold', async () => {
+    const { store, ledger, grant, account } = await ledger_();
+    await store.db.run('UPDATE accounts SET credit_limit_micros = 500 WHERE id = $1', ['acct_a']);
+    await grant('g', 100, NOW + DAY);
+    await ledger.settle([settlement('r1', 250)]);
+    assert.equal((await account()).debt, 150);
+    assert.equal(await ledger.hold('h1', 'acct_a', 351, NOW, NOW + 1000), false, '500 − 150 = 350 available');
+    assert.equal(await ledger.hold('h2', 'acct_a', 350, NOW, NOW + 1000), true);
+  });
+
+  it('an account with only failed requests stays never-active', async () => {
+    const { ledger, grant, account } = await ledger_();
+    await grant('g', 1000, NOW + DAY);
+    await ledger.settle([settlement('r1', 0, { status: 'error' })]);
+    assert.equal((await account()).last, null);
+  });
+
   it('keeps the hold rows when asked to (the embedded hold book)', async () => {
     const { ledger, grant, account } = await ledger_();
     await grant('g', 1000, NOW + DAY);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import Fastify from 'fastify';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import { pino } from 'pino';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { errorHeaders, installErrorHandling, RouteTable, toGatewayError } from './error-handler.ts';
 
@@ -56,6 +57,7 @@ describe('toGatewayError (anything thrown → the spec error)', () => {
     const json = toGatewayError(Object.assign(new Error('Unexpected token'), { statusCode: 400 }));
     assert.equal(json.status, 400);
     assert.equal(json.message, 'Unexpected token');
+    assert.equal(toGatewayError({ statusCode: 400 }).message, 'bad request');
     assert.equal(toGatewayError(Object.assign(new Error('x'), { statusCode: 499 })).status, 499);
   });
 
@@ -67,6 +69,7 @@ describe('toGatewayError (anything thrown → the spec error)', () => {
       'a string',
     ]) {
       const mapped = toGatewayError(thrown);
+      assert.equal(mapped.cause, thrown);
       assert.equal(mapped.status, 500);
       assert.equal(mapped.code, 'internal_error');
       assert.equal(mapped.type, 'api_error');
@@ -134,11 +137,18 @@ interface ErrorBody {
 const errorOf = (response: { json(): unknown }): ErrorBody['error'] => (response.json() as ErrorBody).error;
 
 describe('installErrorHandling (in-process, no port)', () => {
+  const logs: { level: number; msg: string; err?: { message: string } }[] = [];
   async function app() {
     const routes = new RouteTable();
-    const instance = Fastify({ logger: false });
+    // Typed as Fastify's logger so the instance keeps Fastify's default generics (as src/app.ts does).
+    const loggerInstance: FastifyBaseLogger = pino(
+      { level: 'info' },
+      { write: (line: string) => void logs.push(JSON.parse(line) as (typeof logs)[number]) },
+    );
+    const instance = Fastify({ loggerInstance, disableRequestLogging: true });
     installErrorHandling(instance, routes);
-    routes.add('/things/:id', 'GET');
+    routes.add('/things/:id', ['GET', 'DELETE']);
+    instance.delete('/things/:id', async () => ({}));
     instance.get('/things/:id', async (request) => {
       const id = (request.params as { id: string }).id;
       if (id === 'limited')
@@ -161,7 +171,13 @@ describe('installErrorHandling (in-process, no port)', () => {
     assert.equal(body.error.type, 'rate_limit_error');
     assert.equal(body.error.message, 'slow down');
 
+    const errorsBefore = logs.filter((line) => line.level >= 50).length;
+    assert.equal(errorsBefore, 0, 'a 429 is not logged as a failure');
     const boom = await instance.inject({ method: 'GET', url: '/things/boom' });
+    const failures = logs.filter((line) => line.level >= 50);
+    assert.equal(failures.length, 1, 'a 500 is logged');
+    assert.equal(failures[0]?.msg, 'request failed');
+    assert.equal(failures[0]?.err?.message, 'database password is hunter2');
     assert.equal(boom.statusCode, 500);
     assert.equal(errorOf(boom).code, 'internal_error');
     assert.equal(errorOf(boom).type, 'api_error');
@@ -173,7 +189,7 @@ describe('installErrorHandling (in-process, no port)', () => {
     const instance = await app();
     const wrong = await instance.inject({ method: 'POST', url: '/things/1?x=1' });
     assert.equal(wrong.statusCode, 405);
-    assert.equal(wrong.headers['allow'], 'GET');
+    assert.equal(wrong.headers['allow'], 'GET, DELETE');
     assert.equal(errorOf(wrong).code, 'method_not_allowed');
     assert.equal(errorOf(wrong).message, 'POST is not allowed on /things/1');
     const missing = await instance.inject({ method: 'GET', url: '/nothing?q=1' });

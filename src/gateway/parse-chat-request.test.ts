@@ -185,6 +185,22 @@ describe('parseChatRequest: messages', () => {
       );
   });
 
+  it('an assistant message with tool calls still checks and joins a content that is present', () => {
+    const call = { id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } };
+    const parts = [
+      { type: 'text', text: 'a' },
+      { type: 'text', text: 'b' },
+    ];
+    assert.equal(
+      ok({ messages: [{ role: 'assistant', content: parts, tool_calls: [call] }] }).messages[0]?.content,
+      'ab',
+    );
+    rejectsField(
+      { messages: [{ role: 'assistant', content: 5, tool_calls: [call] }] },
+      'messages[0].content',
+    );
+  });
+
   it('a tool message needs its tool_call_id', () => {
     assert.equal(
       ok({ messages: [{ role: 'tool', content: 'r', tool_call_id: 'c1' }] }).messages[0]?.tool_call_id,
@@ -367,6 +383,15 @@ describe('parseChatRequest: tools and tool_choice', () => {
     const named = { type: 'function', function: { name: 'get_weather' } };
     assert.deepEqual(ok({ tools: [tool], tool_choice: { ...named, extra: 1 } }).toolChoice, named);
     rejectsField({ tools: [tool], tool_choice: { type: 'function', function: { name: 'other' } } }, 'other');
+    const second = { type: 'function', function: { name: 'second_tool' } };
+    assert.deepEqual(
+      ok({ tools: [tool, second], tool_choice: { type: 'function', function: { name: 'second_tool' } } })
+        .toolChoice,
+      {
+        type: 'function',
+        function: { name: 'second_tool' },
+      },
+    );
     rejectsField({ tool_choice: named }, 'get_weather');
     rejectsField({ tools: [tool], tool_choice: 'always' }, 'tool_choice must be');
     rejectsField(

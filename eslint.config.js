@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'data', 'bench/.peer', 'coverage', 'web/dist'] },
+  { ignores: ['node_modules', 'data', 'bench/.peer', 'coverage', 'web/dist', '.stryker-tmp*', 'reports'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -96,10 +96,13 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
       stream: true,
       messages: [{ role: 'user', content: 'hi' }],
     });
+    let chunks = 0;
     for await (const chunk of stream) {
       assert.ok(chunk.choices.length > 0);
       assert.equal(chunk.usage, undefined);
+      chunks += 1;
     }
+    assert.ok(chunks > 0, 'a stream of zero chunks must not pass');
   });
 
   it('a multi-turn history is accepted and answered', async () => {

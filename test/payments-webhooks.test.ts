@@ -1,14 +1,27 @@
 import assert from 'node:assert/strict';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import Stripe from 'stripe';
-import { verifySignature } from '../src/webhooks/sign-payload.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
 const FAST_RETRIES = { webhookRetryDelaysMs: [150, 150, 150], webhookTimeoutMs: 400 };
+
+/**
+ * A receiver's check, written from the spec alone (not with the project's signer): `sha256=` plus the lowercase
+ * hex HMAC-SHA256 of the payload text keyed with the webhook secret, compared in constant time.
+ */
+function receiverAccepts(payload: string, secret: string, header: string): boolean {
+  const expected = Buffer.from(
+    `sha256=${createHmac('sha256', secret).update(payload, 'utf8').digest('hex')}`,
+  );
+  const given = Buffer.from(header);
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}
+let customerCounter = 0;
 
 for (const backend of BACKENDS) {
   const skip = await backend.unavailable();
@@ -29,14 +42,15 @@ for (const backend of BACKENDS) {
     });
 
     const customer = async () => {
-      const registered = await server.register();
+      const email = `customer${++customerCounter}-${process.pid}-${Date.now()}@example.com`;
+      const registered = await server.register(email);
       const endpoint = await server.call('PUT', '/api/webhooks/endpoint', {
         key: registered.key,
         body: { url: receiver.url },
       });
       assert.equal(endpoint.status, 200);
       assert.match(endpoint.body.secret, /^whsec_/);
-      return { ...registered, secret: endpoint.body.secret as string };
+      return { ...registered, email, secret: endpoint.body.secret as string };
     };
     const pay = async (key: string, order: Record<string, unknown>, outcome: Record<string, unknown>) => {
       const checkout = await server.call('POST', '/api/billing/checkout', { key, body: order });
@@ -56,7 +70,8 @@ for (const backend of BACKENDS) {
       receiver.deliveries.filter((d) => JSON.parse(d.body).order_id === orderId);
 
     it('buying Starter sends a signed payment.success with exactly the spec’s fields, and the plan and limits change', async () => {
-      const { key, secret } = await customer();
+      const { key, secret, email } = await customer();
+      const paidFrom = Date.now();
       const order = await pay(key, { plan: 'starter' }, { outcome: 'success' });
       assert.equal(order.status, 'pending');
       assert.equal(order.amount, 20);
@@ -74,17 +89,30 @@ for (const backend of BACKENDS) {
         'timestamp',
       ]);
       assert.equal(event.event_type, 'payment.success');
+      assert.equal(event.order_id, order.order_id);
       assert.equal(event.plan, 'starter');
       assert.equal(event.amount, 20);
-      assert.match(event.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      assert.equal(event.currency, 'USD');
+      assert.equal(event.customer_email, email);
+      assert.match(event.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/, 'ISO 8601 in UTC');
+      const at = Date.parse(event.timestamp);
+      assert.ok(at >= paidFrom - 1000 && at <= Date.now() + 1000, `timestamp ${event.timestamp}`);
       assert.equal(delivery.headers['content-type'], 'application/json');
       assert.match(String(delivery.headers['x-service-signature']), /^sha256=[0-9a-f]{64}$/);
       assert.ok(
-        verifySignature(delivery.body, secret, String(delivery.headers['x-service-signature'])),
-        'a constant-time check accepts it',
+        receiverAccepts(delivery.body, secret, String(delivery.headers['x-service-signature'])),
+        'a receiver following the spec accepts it',
       );
       assert.ok(
-        !verifySignature(
+        !receiverAccepts(
+          delivery.body,
+          'whsec_another_secret',
+          String(delivery.headers['x-service-signature']),
+        ),
+        'another secret fails',
+      );
+      assert.ok(
+        !receiverAccepts(
           delivery.body.replace('"amount":20', '"amount":2000'),
           secret,
           String(delivery.headers['x-service-signature']),
@@ -102,13 +130,20 @@ for (const backend of BACKENDS) {
     });
 
     it('a declined card sends payment.failed with its reason, and credits nothing', async () => {
-      const { key } = await customer();
+      const { key, secret } = await customer();
+      const paidFrom = Date.now();
       const order = await pay(key, { topup_usd: 10 }, { outcome: 'failed', reason: 'insufficient_funds' });
       await waitUntil(() => eventsFor(order.order_id).length === 1);
-      const event = JSON.parse(eventsFor(order.order_id)[0]!.body);
+      const delivery = eventsFor(order.order_id)[0]!;
+      const event = JSON.parse(delivery.body);
       assert.deepEqual(Object.keys(event).sort(), ['event_type', 'order_id', 'reason', 'timestamp']);
       assert.equal(event.event_type, 'payment.failed');
+      assert.equal(event.order_id, order.order_id);
       assert.equal(event.reason, 'insufficient_funds');
+      assert.match(event.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/, 'ISO 8601 in UTC');
+      const at = Date.parse(event.timestamp);
+      assert.ok(at >= paidFrom - 1000 && at <= Date.now() + 1000, `timestamp ${event.timestamp}`);
+      assert.ok(receiverAccepts(delivery.body, secret, String(delivery.headers['x-service-signature'])));
       const account = await server.call('GET', '/api/account', { key });
       assert.equal(account.body.balance_usd, 1, 'only the trial credit');
     });
@@ -125,7 +160,17 @@ for (const backend of BACKENDS) {
       const account = await server.call('GET', '/api/account', { key });
       assert.equal(account.body.balance_usd, 13.5);
       await waitUntil(() => eventsFor(order.order_id).length === 1);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // No fixed wait: once the outbox has nothing left to send, nothing more can arrive for this order.
+      await server.services.dispatcher.idle();
+      const unsent = await opened.db.get<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM webhook_events WHERE status = 'pending'",
+      );
+      assert.equal(Number(unsent?.n), 0, 'the outbox is drained');
+      const queued = await opened.db.get<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM webhook_events WHERE payload LIKE $1',
+        [`%${order.order_id}%`],
+      );
+      assert.equal(Number(queued?.n), 1, 'one event queued for the order');
       assert.equal(eventsFor(order.order_id).length, 1, 'one event for one order');
     });
 

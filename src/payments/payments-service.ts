@@ -7,6 +7,7 @@ import { GatewayError } from '../shared/gateway-error.ts';
 import { type Clock, newId } from '../shared/ids.ts';
 import type { AccountRecord, OrderRecord } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
+import { paymentEvent } from './payment-event.ts';
 import type { PaymentProvider } from './payment-provider.ts';
 
 export const FAILURE_REASONS = [
@@ -162,19 +163,7 @@ export class PaymentsService {
           source: order.id,
         });
       }
-      const timestamp = new Date(now).toISOString();
-      const payload =
-        outcome.status === 'paid'
-          ? {
-              event_type: 'payment.success',
-              order_id: order.id,
-              plan: planAfter,
-              amount: order.amountMicros / 1e6,
-              currency: order.currency,
-              customer_email: account.email,
-              timestamp,
-            }
-          : { event_type: 'payment.failed', order_id: order.id, reason: outcome.reason, timestamp };
+      const payload = paymentEvent(order, account.email, planAfter, outcome, now);
       if (await tx.webhooks.endpoint(account.id)) {
         await tx.webhooks.enqueue({
           id: newId('evt'),

@@ -21,12 +21,26 @@ export interface OpenedBackend {
 
 export interface Backend {
   name: 'sqlite' | 'postgres';
-  /** Why the backend cannot run here, or undefined when it can. */
+  /**
+   * Why the backend cannot run here (a skip reason), or undefined when it can; rejects with a clear message
+   * instead when `CI=true` (see skipOrFail).
+   */
   unavailable(): Promise<string | undefined>;
   open(): Promise<OpenedBackend>;
 }
 
 let postgresProbe: Promise<string | undefined> | undefined;
+
+/**
+ * What a suite does when a backing service is missing: in CI (`CI=true`) that is a failure, because a run that
+ * skipped the PostgreSQL or Redis suites proves nothing about them; elsewhere the suite is skipped, and says why.
+ */
+export function skipOrFail(reason: string | undefined): string | undefined {
+  if (reason === undefined) return undefined;
+  if (process.env['CI'] === 'true' || process.env['CI'] === '1')
+    throw new Error(`${reason}. CI=true: a missing backing service fails the run instead of skipping it.`);
+  return `skipped: ${reason} (outside CI a missing service skips; with CI=true it fails)`;
+}
 
 const sqlite: Backend = {
   name: 'sqlite',
@@ -52,7 +66,7 @@ const sqlite: Backend = {
 const postgres: Backend = {
   name: 'postgres',
   unavailable() {
-    postgresProbe ??= (async () => {
+    postgresProbe ??= (async (): Promise<string | undefined> => {
       const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
       try {
         await client.connect();
@@ -63,7 +77,7 @@ const postgres: Backend = {
       } finally {
         await client.end().catch(() => {});
       }
-    })();
+    })().then(skipOrFail);
     return postgresProbe;
   },
   async open() {

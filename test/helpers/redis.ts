@@ -1,10 +1,11 @@
 import { Redis } from 'ioredis';
+import { skipOrFail } from './backends.ts';
 
 export const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 
 let probe: Promise<string | undefined> | undefined;
 
-/** Why Redis cannot be used here, or undefined when it can. */
+/** Why Redis cannot be used here (a skip reason), or undefined when it can; rejects instead when `CI=true`. */
 export function redisUnavailable(): Promise<string | undefined> {
   probe ??= (async () => {
     const client = new Redis(REDIS_URL, {
@@ -23,7 +24,7 @@ export function redisUnavailable(): Promise<string | undefined> {
     } finally {
       client.disconnect();
     }
-  })();
+  })().then(skipOrFail);
   return probe;
 }
 

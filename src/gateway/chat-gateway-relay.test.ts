@@ -1,0 +1,460 @@
+// The stream relay of ChatGateway, in process: a scripted upstream stream in, the exact SSE text out (through the
+// chat-completions front door's encoder, as the chat endpoint writes it).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import type { SettlementQueue } from '../billing/settlement-queue.ts';
+import type { Config, ModelConfig } from '../config/config.ts';
+import { MemoryLimiter } from '../limits/memory-limiter.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { Router } from '../routing/router.ts';
+import type { AccountRecord, ApiKeyRecord, Settlement } from '../store/records.ts';
+import { newAccountRecord } from '../store/records.ts';
+import type { Store } from '../store/store.ts';
+import type { HoldBook } from '../billing/hold-book.ts';
+import type { ChatChunk, ChatRequest } from './chat-types.ts';
+import { type Admitted, ChatGateway } from './chat-gateway.ts';
+import { countTextTokens } from './count-tokens.ts';
+import { chatCompletionsSink } from '../http/sse-sink.ts';
+import type { TextSink } from './stream-sink.ts';
+
+const MODEL: ModelConfig = {
+  id: 'model-b',
+  description: 'test',
+  contextWindow: 64_000,
+  maxOutputTokens: 8_192,
+  defaultMaxTokens: 1_024,
+  inputMicrosPerMillion: 1_000_000,
+  outputMicrosPerMillion: 2_000_000,
+  latencyClass: 'fast',
+  deployments: [],
+  fallbacks: [],
+};
+
+const chunk = (content: string | undefined, extra: Partial<ChatChunk> = {}): ChatChunk => ({
+  id: 'chatcmpl-up1',
+  object: 'chat.completion.chunk',
+  created: 1_700_000_000,
+  model: 'upstream-model-name',
+  choices: [{ index: 0, delta: content === undefined ? {} : { content }, finish_reason: null }],
+  ...extra,
+});
+
+interface ErrorEvent {
+  error: { code: string; type: string; message: string };
+}
+const parseChunk = (text: string): ChatChunk => JSON.parse(text) as ChatChunk;
+const parseError = (text: string): ErrorEvent['error'] => (JSON.parse(text) as ErrorEvent).error;
+
+class Sink implements TextSink {
+  text = '';
+  headers: Record<string, string> | undefined;
+  ended = false;
+  closed = false;
+  #listeners: (() => void)[] = [];
+  writes = 0;
+  /** write() answers false after this many writes (back-pressure). */
+  readonly slowAfter: number;
+  constructor(slowAfter = Infinity) {
+    this.slowAfter = slowAfter;
+  }
+  open(headers: Record<string, string>): void {
+    this.headers = headers;
+  }
+  write(data: string): boolean {
+    this.text += data;
+    this.writes++;
+    return this.writes <= this.slowAfter;
+  }
+  drains = 0;
+  async drain(): Promise<void> {
+    this.drains++;
+  }
+  end(): void {
+    this.ended = true;
+  }
+  onClose(listener: () => void): void {
+    this.#listeners.push(listener);
+  }
+  close(): void {
+    this.closed = true;
+    for (const listener of this.#listeners) listener();
+  }
+  events(): string[] {
+    assert.ok(this.text.endsWith('\n\n'), 'every event ends with a blank line');
+    return this.text
+      .slice(0, -2)
+      .split('\n\n')
+      .map((event) => {
+        assert.ok(event.startsWith('data: '), event);
+        return event.slice('data: '.length);
+      });
+  }
+}
+
+/** The chat-completions encoder over the captured text, as the chat endpoint builds it. */
+const sse = (sink: Sink, admitted: Admitted) => chatCompletionsSink(sink, admitted.request.includeUsage);
+
+function setup(
+  chunks: (ChatChunk | Error)[],
+  options: { includeUsage?: boolean; onChunk?: (index: number) => void; openFails?: Error } = {},
+) {
+  const settled: Settlement[] = [];
+  const observed: number[] = [];
+  const logs: {
+    level: number;
+    msg: string;
+    requestId?: string;
+    deployment?: string;
+    err?: { message: string };
+  }[] = [];
+  const signals: AbortSignal[] = [];
+  // The request arrived 50 ms ago; the upstream call started 20 ms after it.
+  const arrivedAt = performance.now() - 50;
+  const [first, ...rest] = chunks;
+  async function* more(): AsyncGenerator<ChatChunk> {
+    let index = 1;
+    for (const item of rest) {
+      options.onChunk?.(index++);
+      if (item instanceof Error) throw item;
+      yield item;
+    }
+  }
+  const router = {
+    openStream: async (_request: ChatRequest, signal: AbortSignal) => {
+      signals.push(signal);
+      if (options.openFails) throw options.openFails;
+      return {
+        result: { first: first as ChatChunk, rest: more() },
+        deployment: 'sim/model-b',
+        provider: 'sim',
+        attempts: 1,
+        upstreamStartedAt: arrivedAt + 20,
+      };
+    },
+  } as unknown as Router;
+  const metrics = {
+    overhead: { observe: (seconds: number) => void observed.push(seconds) },
+    recordRequest() {},
+    rejected: { inc() {} },
+  } as unknown as Metrics;
+  const gateway = new ChatGateway({
+    config: {
+      models: new Map([[MODEL.id, MODEL]]),
+      maxMessages: 2048,
+      timeouts: { idleStreamMs: 60_000 },
+    } as unknown as Config,
+    store: {} as Store,
+    router,
+    limiter: new MemoryLimiter(),
+    settlements: { add: (s: Settlement) => void settled.push(s) } as unknown as SettlementQueue,
+    holds: {} as HoldBook,
+    metrics,
+    clock: () => Date.parse('2026-11-03T10:00:00Z'),
+    logger: pino(
+      { level: 'debug' },
+      { write: (line: string) => void logs.push(JSON.parse(line) as (typeof logs)[number]) },
+    ),
+    limitsOf: () => ({ requestsPerMinute: null, tokensPerMinute: null, dailyTokens: null }),
+    billingStanding: () => ({ ok: true }) as never,
+  });
+  const request: ChatRequest = {
+    model: 'model-b',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+    includeUsage: options.includeUsage ?? false,
+    maxTokens: undefined,
+    temperature: 0.7,
+    topP: undefined,
+    stop: undefined,
+    tools: undefined,
+    toolChoice: undefined,
+    body: {},
+  };
+  const account: AccountRecord = newAccountRecord('acct_1', 'a@example.com', 'x', 0);
+  const admitted: Admitted = {
+    ctx: { requestId: 'req_1', key: { id: 'key_1' } as ApiKeyRecord, account, arrivedAt },
+    request,
+    model: MODEL,
+    promptTokens: 7,
+    reservedTokens: 7,
+    headers: { 'x-ratelimit-limit-requests': '10' },
+  };
+  return { gateway, admitted, settled, observed, logs, signals };
+}
+
+describe('the stream relay', () => {
+  it('relays every chunk under the public model id, then data: [DONE]', async () => {
+    const { gateway, admitted, settled } = setup([
+      chunk(undefined, {
+        choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
+      }),
+      chunk('Hel'),
+      chunk('lo'),
+      chunk(undefined, { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }),
+    ]);
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    const events = sink.events();
+    assert.equal(events.length, 5);
+    assert.equal(events.at(-1), '[DONE]');
+    assert.ok(sink.text.endsWith('data: [DONE]\n\n'));
+    const chunks = events.slice(0, -1).map(parseChunk);
+    for (const c of chunks) {
+      assert.equal(c.id, 'chatcmpl-up1');
+      assert.equal(c.object, 'chat.completion.chunk');
+      assert.equal(c.model, 'model-b');
+    }
+    assert.equal(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), 'Hello');
+    assert.equal(chunks.at(-1)?.choices[0]?.finish_reason, 'stop');
+    assert.ok(sink.ended);
+    assert.equal(sink.headers?.['x-ratelimit-limit-requests'], '10');
+    assert.match(sink.headers?.['x-tollgate-overhead-ms'] ?? '', /^\d+\.\d{3}$/);
+    assert.equal(settled.length, 1);
+    assert.equal(settled[0]?.status, 'ok');
+    assert.equal(settled[0]?.promptTokens, 7, 'no upstream usage: the prompt estimate');
+    assert.equal(settled[0]?.completionTokens, 1, '"Hello" is one token');
+    assert.equal(settled[0]?.estimated, true);
+    assert.equal(settled[0]?.deployment, 'sim/model-b');
+    assert.equal(settled[0]?.costMicros, Math.ceil((7 * 1_000_000 + 1 * 2_000_000) / 1_000_000));
+  });
+
+  it('bills the upstream usage when it reports one, and hides it from a client that did not ask', async () => {
+    const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
+    const { gateway, admitted, settled } = setup([
+      chunk('a'),
+      chunk('b', { usage }),
+      chunk(undefined, { choices: [], usage }),
+    ]);
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    const events = sink.events();
+    assert.deepEqual(events.at(-1), '[DONE]');
+    assert.equal(events.length, 3, 'the usage-only chunk is not forwarded');
+    for (const e of events.slice(0, -1)) assert.equal('usage' in parseChunk(e), false);
+    assert.equal(settled[0]?.promptTokens, 11);
+    assert.equal(settled[0]?.completionTokens, 22);
+    assert.equal(settled[0]?.estimated, false);
+  });
+
+  it('forwards the upstream usage chunk to a client that asked (include_usage), once', async () => {
+    const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
+    const { gateway, admitted } = setup(
+      [chunk('a', { usage: null }), chunk(undefined, { choices: [], usage })],
+      { includeUsage: true },
+    );
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    const events = sink.events();
+    assert.equal(events.length, 3);
+    assert.equal(parseChunk(events[0]!).usage, null);
+    assert.deepEqual(parseChunk(events[1]!).usage, usage);
+    assert.deepEqual(parseChunk(events[1]!).choices, []);
+    assert.equal(events[2], '[DONE]');
+  });
+
+  it('makes the usage chunk itself when the client asked and the upstream sent none', async () => {
+    const { gateway, admitted } = setup([chunk('Hello'), chunk(' world')], { includeUsage: true });
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    const events = sink.events();
+    assert.equal(events.length, 4);
+    const last = parseChunk(events[2]!);
+    assert.equal(last.id, 'chatcmpl-up1');
+    assert.equal(last.object, 'chat.completion.chunk');
+    assert.equal(last.created, 1_700_000_000);
+    assert.equal(last.model, 'model-b');
+    assert.deepEqual(last.choices, []);
+    assert.deepEqual(last.usage, { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 });
+    assert.equal(events[3], '[DONE]');
+  });
+
+  it('counts tool-call deltas as generated text', async () => {
+    const call = {
+      index: 0,
+      id: 'c1',
+      type: 'function' as const,
+      function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+    };
+    const { gateway, admitted, settled } = setup([
+      chunk(undefined, { choices: [{ index: 0, delta: { tool_calls: [call] }, finish_reason: null }] }),
+      chunk(undefined, {
+        choices: [
+          { index: 0, delta: { tool_calls: [{ index: 0, function: {} }] }, finish_reason: 'tool_calls' },
+        ],
+      }),
+    ]);
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    assert.ok((settled[0]?.completionTokens ?? 0) >= 3, `tokens ${settled[0]?.completionTokens}`);
+    assert.deepEqual(parseChunk(sink.events()[0]!).choices[0]?.delta.tool_calls, [call]);
+  });
+
+  it('a failure mid-stream ends it with one error event and no [DONE]; the request is billed as an error', async () => {
+    const { gateway, admitted, settled } = setup([chunk('Hel'), chunk('lo'), new Error('socket hang up')]);
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    const events = sink.events();
+    assert.equal(events.length, 3);
+    assert.ok(!sink.text.includes('[DONE]'));
+    const error = parseError(events[2]!);
+    assert.equal(error.code, 'provider_error');
+    assert.equal(error.type, 'api_error');
+    assert.equal(typeof error.message, 'string');
+    assert.doesNotMatch(error.message, /socket hang up/);
+    assert.ok(sink.ended);
+    assert.equal(settled[0]?.status, 'error');
+    assert.equal(settled[0]?.completionTokens, 1, 'what was sent is still counted');
+  });
+
+  it('stops reading when the client goes: cancelled, no [DONE]', async () => {
+    const sink = new Sink();
+    const { gateway, admitted, settled } = setup([chunk('a'), chunk('b'), chunk('c'), chunk('d')], {
+      onChunk: (index) => {
+        if (index === 2) sink.close();
+      },
+    });
+    await gateway.stream(admitted, sse(sink, admitted));
+    assert.ok(!sink.text.includes('[DONE]'));
+    assert.ok(!sink.text.includes('"d"'));
+    assert.equal(settled[0]?.status, 'cancelled');
+  });
+
+  it('waits for the client to drain when a write reports back-pressure', async () => {
+    const { gateway, admitted } = setup([chunk('a'), chunk('b'), chunk('c')]);
+    const sink = new Sink(1);
+    await gateway.stream(admitted, sse(sink, admitted));
+    assert.equal(sink.drains, 2);
+    assert.equal(sink.events().length, 4);
+  });
+
+  it('reports the overhead before the upstream call (header and metric) and the time to first token', async () => {
+    const { gateway, admitted, settled, observed } = setup([chunk('a')]);
+    const sink = new Sink();
+    const before = performance.now();
+    await gateway.stream(admitted, sse(sink, admitted));
+    const after = performance.now();
+    assert.equal(sink.headers?.['x-tollgate-overhead-ms'], '20.000');
+    assert.equal(observed.length, 1);
+    assert.ok(Math.abs(observed[0]! - 0.02) < 1e-9, `observed ${observed[0]} s`);
+    // From arrival to the first chunk: between the call's start and its end, measured from arrival.
+    const ttft = settled[0]?.ttftMs ?? -1;
+    const arrivedAt = admitted.ctx.arrivedAt;
+    assert.ok(ttft >= before - arrivedAt && ttft <= after - arrivedAt, `ttft ${ttft} ms`);
+  });
+
+  it('an upstream that cannot be opened throws, and the request is settled as an error with nothing billed', async () => {
+    const failure = new Error('no deployment answered');
+    const { gateway, admitted, settled } = setup([chunk('a')], { openFails: failure });
+    const sink = new Sink();
+    await assert.rejects(gateway.stream(admitted, sse(sink, admitted)), (error) => error === failure);
+    assert.equal(sink.headers, undefined, 'nothing was sent');
+    assert.equal(settled.length, 1);
+    assert.equal(settled[0]?.status, 'error');
+    assert.equal(settled[0]?.promptTokens, 0);
+    assert.equal(settled[0]?.completionTokens, 0);
+    assert.equal(settled[0]?.costMicros, 0);
+  });
+
+  it('a client that leaves aborts the upstream call; an upstream failure after that writes nothing', async () => {
+    const sink = new Sink();
+    const { gateway, admitted, settled, signals, logs } = setup(
+      [chunk('a'), chunk('b'), new Error('aborted')],
+      {
+        onChunk: (index) => {
+          if (index === 2) sink.close();
+        },
+      },
+    );
+    await gateway.stream(admitted, sse(sink, admitted));
+    assert.equal(signals[0]?.aborted, true, 'the upstream request is aborted');
+    assert.ok(!sink.text.includes('provider_error'));
+    assert.ok(!sink.text.includes('[DONE]'));
+    assert.equal(settled[0]?.status, 'cancelled');
+    assert.equal(logs.filter((line) => line.level >= 40).length, 0, 'a client leaving is not a failure');
+  });
+
+  it('a failure mid-stream is logged with the request id and the deployment', async () => {
+    const { gateway, admitted, logs } = setup([chunk('a'), new Error('socket hang up')]);
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    assert.match(parseError(sink.events().at(-1)!).message, /incomplete/);
+    const warning = logs.find((line) => line.level === 40);
+    assert.equal(warning?.msg, 'stream failed after its first chunk');
+    assert.equal(warning?.requestId, 'req_1');
+    assert.equal(warning?.deployment, 'sim/model-b');
+    assert.equal(warning?.err?.message, 'socket hang up');
+  });
+
+  it('keeps the upstream usage when a later chunk carries none', async () => {
+    const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
+    const { gateway, admitted, settled } = setup([chunk('a', { usage }), chunk('b', { usage: null })]);
+    await gateway.stream(admitted, sse(new Sink(), admitted));
+    assert.equal(settled[0]?.promptTokens, 11);
+    assert.equal(settled[0]?.completionTokens, 22);
+    assert.equal(settled[0]?.estimated, false);
+  });
+
+  it('a chunk whose choice has no delta is relayed, not a failure', async () => {
+    const bare = chunk(undefined);
+    delete (bare.choices[0] as { delta?: unknown }).delta;
+    const { gateway, admitted, settled } = setup([chunk('a'), bare]);
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    assert.equal(sink.events().at(-1), '[DONE]');
+    assert.equal(settled[0]?.status, 'ok');
+  });
+
+  it('counts a tool call as its name and arguments, exactly', async () => {
+    const call = {
+      index: 0,
+      id: 'c1',
+      type: 'function' as const,
+      function: { name: 'get_weather', arguments: '{"city":' },
+    };
+    const { gateway, admitted, settled } = setup([
+      chunk(undefined, { choices: [{ index: 0, delta: { tool_calls: [call] }, finish_reason: null }] }),
+      chunk(undefined, {
+        choices: [
+          {
+            index: 0,
+            delta: { tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] },
+            finish_reason: null,
+          },
+        ],
+      }),
+      chunk(undefined, {
+        choices: [
+          {
+            index: 0,
+            delta: { tool_calls: [{ index: 0, function: {} }, { index: 1 }] },
+            finish_reason: 'tool_calls',
+          },
+        ],
+      }),
+    ]);
+    await gateway.stream(admitted, sse(new Sink(), admitted));
+    assert.equal(settled[0]?.completionTokens, countTextTokens('get_weather{"city":"Paris"}'));
+  });
+
+  it('forwards the upstream usage chunk as sent (not a made-up one)', async () => {
+    const usage = {
+      prompt_tokens: 11,
+      completion_tokens: 22,
+      total_tokens: 33,
+      prompt_tokens_details: { cached_tokens: 3 },
+    };
+    const { gateway, admitted } = setup(
+      [chunk('a'), chunk(undefined, { choices: [], usage, system_fingerprint: 'fp_1' })],
+      {
+        includeUsage: true,
+      },
+    );
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    const events = sink.events();
+    assert.equal(events.length, 3);
+    assert.deepEqual(parseChunk(events[1]!).usage, usage);
+    assert.equal(parseChunk(events[1]!)['system_fingerprint'], 'fp_1');
+  });
+});

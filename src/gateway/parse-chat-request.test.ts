@@ -1,0 +1,410 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ModelConfig } from '../config/config.ts';
+import { GatewayError } from '../shared/gateway-error.ts';
+import { DEFAULT_TEMPERATURE, parseChatRequest } from './parse-chat-request.ts';
+
+const MODEL: ModelConfig = {
+  id: 'model-b',
+  description: 'test',
+  contextWindow: 64_000,
+  maxOutputTokens: 8_192,
+  defaultMaxTokens: 1_024,
+  inputMicrosPerMillion: 130_000,
+  outputMicrosPerMillion: 130_000,
+  latencyClass: 'fast',
+  deployments: [],
+  fallbacks: [],
+};
+const MODELS = new Map([[MODEL.id, MODEL]]);
+const MAX_MESSAGES = 2048;
+const USER = { role: 'user', content: 'hi' };
+
+const parse = (body: unknown, maxMessages = MAX_MESSAGES) => parseChatRequest(body, MODELS, maxMessages);
+const ok = (extra: Record<string, unknown>) =>
+  parse({ model: 'model-b', messages: [USER], ...extra }).request;
+
+/** Asserts a 400 invalid_request whose message names `field` (when given). */
+function rejects(body: unknown, field?: string | RegExp, maxMessages = MAX_MESSAGES): void {
+  assert.throws(
+    () => parse(body, maxMessages),
+    (error: unknown) => {
+      assert.ok(error instanceof GatewayError, `not a GatewayError: ${String(error)}`);
+      assert.equal(error.code, 'invalid_request');
+      assert.equal(error.status, 400);
+      if (typeof field === 'string') assert.ok(error.message.includes(field), error.message);
+      else if (field) assert.match(error.message, field);
+      return true;
+    },
+  );
+}
+const rejectsField = (extra: Record<string, unknown>, field?: string | RegExp) =>
+  rejects({ model: 'model-b', messages: [USER], ...extra }, field);
+
+describe('parseChatRequest: the body and the model', () => {
+  it('accepts a minimal request and fills the defaults', () => {
+    const { request, model } = parse({ model: 'model-b', messages: [USER] });
+    assert.equal(model, MODEL);
+    assert.equal(request.model, 'model-b');
+    assert.deepEqual(request.messages, [{ role: 'user', content: 'hi' }]);
+    assert.equal(request.stream, false);
+    assert.equal(request.includeUsage, false);
+    assert.equal(request.maxTokens, undefined);
+    assert.equal(request.temperature, 0.7);
+    assert.equal(DEFAULT_TEMPERATURE, 0.7);
+    assert.equal(request.topP, undefined);
+    assert.equal(request.stop, undefined);
+    assert.equal(request.tools, undefined);
+    assert.equal(request.toolChoice, undefined);
+  });
+
+  it('refuses a body that is not an object', () => {
+    for (const body of [null, undefined, 'x', 3, [], [{ model: 'model-b' }]]) rejects(body, 'JSON object');
+  });
+
+  it('requires model as a non-empty string', () => {
+    rejects({ messages: [USER] }, 'model');
+    rejects({ model: '', messages: [USER] }, 'model');
+    rejects({ model: 7, messages: [USER] }, 'model');
+  });
+
+  it('an unknown model is 404 model_not_found, naming it', () => {
+    assert.throws(
+      () => parse({ model: 'model-z', messages: [USER] }),
+      (error: unknown) => {
+        assert.ok(error instanceof GatewayError);
+        assert.equal(error.code, 'model_not_found');
+        assert.equal(error.status, 404);
+        assert.equal(error.type, 'invalid_request_error');
+        assert.match(error.message, /"model-z"/);
+        return true;
+      },
+    );
+    assert.throws(
+      () => parse({ model: 'x'.repeat(500), messages: [USER] }),
+      (error: GatewayError) =>
+        error.message.includes(`"${'x'.repeat(100)}"`) && !error.message.includes('x'.repeat(101)),
+    );
+  });
+});
+
+describe('parseChatRequest: messages', () => {
+  it('requires a non-empty array', () => {
+    rejectsField({ messages: undefined }, 'messages');
+    rejectsField({ messages: [] }, 'messages');
+    rejectsField({ messages: 'hi' }, 'messages');
+    rejectsField({ messages: { 0: USER } }, 'messages');
+  });
+
+  it('takes up to the cap and refuses one more', () => {
+    assert.equal(parse({ model: 'model-b', messages: Array(2048).fill(USER) }).request.messages.length, 2048);
+    rejects({ model: 'model-b', messages: Array(2049).fill(USER) }, '2048');
+    assert.equal(parse({ model: 'model-b', messages: [USER, USER] }, 2).request.messages.length, 2);
+    rejects({ model: 'model-b', messages: [USER, USER, USER] }, 'at most 2', 2);
+  });
+
+  it('keeps a multi-turn history in order', () => {
+    const messages = [
+      { role: 'system', content: 's' },
+      { role: 'user', content: 'u' },
+      { role: 'assistant', content: 'a' },
+      { role: 'developer', content: 'd' },
+    ];
+    assert.deepEqual(ok({ messages }).messages, messages);
+  });
+
+  it('each message is an object with a known role', () => {
+    rejectsField({ messages: [USER, 'hi'] }, 'messages[1] must be an object');
+    rejectsField({ messages: [null] }, 'messages[0]');
+    rejectsField({ messages: [[USER]] }, 'messages[0]');
+    rejectsField({ messages: [{ role: 'wizard', content: 'x' }] }, 'messages[0].role');
+    rejectsField({ messages: [{ content: 'x' }] }, 'messages[0].role');
+    rejectsField({ messages: [{ role: 5, content: 'x' }] }, 'messages[0].role');
+  });
+
+  it('content is a string or an array of text parts, joined', () => {
+    rejectsField({ messages: [{ role: 'user' }] }, 'messages[0].content');
+    rejectsField({ messages: [{ role: 'user', content: null }] }, 'messages[0].content');
+    rejectsField({ messages: [{ role: 'user', content: 5 }] }, 'messages[0].content');
+    rejectsField(
+      { messages: [{ role: 'user', content: { type: 'text', text: 'x' } }] },
+      'messages[0].content',
+    );
+    const parts = [
+      { type: 'text', text: 'one ' },
+      { type: 'text', text: 'two' },
+    ];
+    assert.equal(ok({ messages: [{ role: 'user', content: parts }] }).messages[0]?.content, 'one two');
+    assert.equal(ok({ messages: [{ role: 'user', content: [] }] }).messages[0]?.content, '');
+    rejectsField({ messages: [{ role: 'user', content: [{ type: 'image_url', text: 'x' }] }] }, 'content[0]');
+    rejectsField({ messages: [{ role: 'user', content: [{ type: 'text', text: 1 }] }] }, 'content[0]');
+    rejectsField({ messages: [{ role: 'user', content: [{ type: 'text' }] }] }, 'content[0]');
+    rejectsField({ messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, 'b'] }] }, 'content[1]');
+    rejectsField({ messages: [{ role: 'user', content: [null] }] }, 'content[0]');
+  });
+
+  it('name must be a string when present', () => {
+    assert.equal(ok({ messages: [{ role: 'user', content: 'x', name: 'ann' }] }).messages[0]?.name, 'ann');
+    assert.equal('name' in ok({ messages: [USER] }).messages[0]!, false);
+    rejectsField({ messages: [{ role: 'user', content: 'x', name: 3 }] }, 'messages[0].name');
+    rejectsField({ messages: [{ role: 'user', content: 'x', name: null }] }, 'messages[0].name');
+  });
+
+  it('an assistant message with tool calls may have null content; the calls are checked', () => {
+    const call = { id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } };
+    const parsed = ok({ messages: [USER, { role: 'assistant', content: null, tool_calls: [call] }] })
+      .messages[1]!;
+    assert.equal(parsed.content, null);
+    assert.deepEqual(parsed.tool_calls, [call]);
+    assert.equal(
+      ok({ messages: [USER, { role: 'assistant', tool_calls: [call] }] }).messages[1]?.content,
+      null,
+    );
+    assert.equal(
+      'tool_calls' in ok({ messages: [{ role: 'assistant', content: 'x', tool_calls: null }] }).messages[0]!,
+      false,
+    );
+    rejectsField({ messages: [{ role: 'assistant', content: null }] }, 'messages[0].content');
+    rejectsField({ messages: [{ role: 'user', content: null, tool_calls: [call] }] }, 'messages[0].content');
+    rejectsField(
+      { messages: [{ role: 'assistant', content: null, tool_calls: call }] },
+      'tool_calls must be an array',
+    );
+    const broken = [
+      { ...call, id: 1 },
+      { ...call, type: 'code' },
+      { ...call, function: 'f' },
+      { ...call, function: { name: 1, arguments: '{}' } },
+      { ...call, function: { name: 'f', arguments: {} } },
+      null,
+    ];
+    for (const bad of broken)
+      rejectsField(
+        { messages: [{ role: 'assistant', content: null, tool_calls: [call, bad] }] },
+        'tool_calls[1]',
+      );
+  });
+
+  it('an assistant message with tool calls still checks and joins a content that is present', () => {
+    const call = { id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } };
+    const parts = [
+      { type: 'text', text: 'a' },
+      { type: 'text', text: 'b' },
+    ];
+    assert.equal(
+      ok({ messages: [{ role: 'assistant', content: parts, tool_calls: [call] }] }).messages[0]?.content,
+      'ab',
+    );
+    rejectsField(
+      { messages: [{ role: 'assistant', content: 5, tool_calls: [call] }] },
+      'messages[0].content',
+    );
+  });
+
+  it('a tool message needs its tool_call_id', () => {
+    assert.equal(
+      ok({ messages: [{ role: 'tool', content: 'r', tool_call_id: 'c1' }] }).messages[0]?.tool_call_id,
+      'c1',
+    );
+    assert.equal(
+      'tool_call_id' in ok({ messages: [{ role: 'user', content: 'r', tool_call_id: 'c1' }] }).messages[0]!,
+      false,
+    );
+    rejectsField({ messages: [{ role: 'tool', content: 'r' }] }, 'messages[0].tool_call_id');
+    rejectsField({ messages: [{ role: 'tool', content: 'r', tool_call_id: '' }] }, 'tool_call_id');
+    rejectsField({ messages: [{ role: 'tool', content: 'r', tool_call_id: 3 }] }, 'tool_call_id');
+  });
+});
+
+describe('parseChatRequest: sampling ranges (one rule broken per case)', () => {
+  const ranges = [
+    ['temperature', 0, 2],
+    ['top_p', 0, 1],
+    ['presence_penalty', -2, 2],
+    ['frequency_penalty', -2, 2],
+  ] as const;
+  for (const [field, min, max] of ranges) {
+    it(`${field} accepts ${min}..${max} inclusive and refuses either side`, () => {
+      for (const value of [min, max, (min + max) / 2]) ok({ [field]: value });
+      ok({ [field]: null });
+      rejectsField({ [field]: min - 0.01 }, `${field} must be between ${min} and ${max}`);
+      rejectsField({ [field]: max + 0.01 }, `${field} must be between ${min} and ${max}`);
+      rejectsField({ [field]: '1' }, `${field} must be a number`);
+      rejectsField({ [field]: Number.NaN }, `${field} must be a number`);
+      rejectsField({ [field]: Number.POSITIVE_INFINITY }, `${field} must be a number`);
+      rejectsField({ [field]: true }, `${field} must be a number`);
+    });
+  }
+
+  it('passes temperature and top_p through as sent', () => {
+    assert.equal(ok({ temperature: 0 }).temperature, 0);
+    assert.equal(ok({ temperature: 2 }).temperature, 2);
+    assert.equal(ok({ temperature: null }).temperature, 0.7);
+    assert.equal(ok({ top_p: 0 }).topP, 0);
+    assert.equal(ok({ top_p: 1 }).topP, 1);
+  });
+});
+
+describe('parseChatRequest: max_tokens, stream, stop, n', () => {
+  it('max_tokens is a positive integer up to the model output limit; the smaller of the two fields wins', () => {
+    assert.equal(ok({ max_tokens: 1 }).maxTokens, 1);
+    assert.equal(ok({ max_tokens: 8192 }).maxTokens, 8192);
+    assert.equal(ok({ max_completion_tokens: 100 }).maxTokens, 100);
+    assert.equal(ok({ max_tokens: 300, max_completion_tokens: 200 }).maxTokens, 200);
+    assert.equal(ok({ max_tokens: 200, max_completion_tokens: 300 }).maxTokens, 200);
+    assert.equal(ok({ max_tokens: null }).maxTokens, undefined);
+    for (const field of ['max_tokens', 'max_completion_tokens']) {
+      rejectsField({ [field]: 0 }, `${field} must be a positive integer`);
+      rejectsField({ [field]: -1 }, `${field} must be a positive integer`);
+      rejectsField({ [field]: 1.5 }, `${field} must be a positive integer`);
+      rejectsField({ [field]: '10' }, `${field} must be a positive integer`);
+      rejectsField({ [field]: 8193 }, `${field} must be at most 8192 for model-b`);
+    }
+  });
+
+  it('stream is a boolean; stream_options.include_usage a boolean', () => {
+    assert.equal(ok({ stream: true }).stream, true);
+    assert.equal(ok({ stream: false }).stream, false);
+    assert.equal(ok({ stream: null }).stream, false);
+    rejectsField({ stream: 'true' }, 'stream must be a boolean');
+    rejectsField({ stream: 1 }, 'stream must be a boolean');
+    assert.equal(ok({ stream: true, stream_options: { include_usage: true } }).includeUsage, true);
+    assert.equal(ok({ stream: true, stream_options: { include_usage: false } }).includeUsage, false);
+    assert.equal(ok({ stream: true, stream_options: {} }).includeUsage, false);
+    assert.equal(ok({ stream_options: null }).includeUsage, false);
+    rejectsField({ stream_options: true }, 'stream_options must be an object');
+    rejectsField({ stream_options: [] }, 'stream_options must be an object');
+    rejectsField({ stream_options: { include_usage: 'yes' } }, 'stream_options.include_usage');
+    rejectsField({ stream_options: { include_usage: null } }, 'stream_options.include_usage');
+  });
+
+  it('stop is a string or up to 4 strings', () => {
+    assert.deepEqual(ok({ stop: 'END' }).stop, ['END']);
+    assert.deepEqual(ok({ stop: ['a', 'b', 'c', 'd'] }).stop, ['a', 'b', 'c', 'd']);
+    assert.deepEqual(ok({ stop: [] }).stop, []);
+    assert.equal(ok({ stop: null }).stop, undefined);
+    rejectsField({ stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop');
+    rejectsField({ stop: ['a', 1] }, 'stop');
+    rejectsField({ stop: 5 }, 'stop');
+  });
+
+  it('n may only be 1', () => {
+    ok({ n: 1 });
+    ok({ n: null });
+    rejectsField({ n: 2 }, 'n must be 1');
+    rejectsField({ n: 0 }, 'n must be 1');
+  });
+
+  it('keeps the body as sent', () => {
+    const body = { model: 'model-b', messages: [USER], user: 'u-1', seed: 3 };
+    assert.equal(parse(body).request.body, body);
+  });
+});
+
+describe('parseChatRequest: tools and tool_choice', () => {
+  const tool = {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'Weather',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
+  };
+
+  it('accepts the spec tool definition and copies it', () => {
+    assert.deepEqual(ok({ tools: [tool] }).tools, [tool]);
+    assert.deepEqual(ok({ tools: [{ type: 'function', function: { name: 'f' } }] }).tools, [
+      { type: 'function', function: { name: 'f' } },
+    ]);
+    assert.deepEqual(ok({ tools: [] }).tools, []);
+    assert.equal(ok({ tools: null }).tools, undefined);
+    const extra = ok({ tools: [{ type: 'function', function: { name: 'f', strict: true } }] }).tools?.[0];
+    assert.deepEqual(extra, { type: 'function', function: { name: 'f' } });
+  });
+
+  it('refuses each broken part of a tool', () => {
+    const fn = tool.function;
+    rejectsField({ tools: tool }, 'tools must be an array');
+    rejectsField({ tools: [tool, null] }, 'tools[1].type');
+    rejectsField({ tools: [{ ...tool, type: 'code' }] }, 'tools[0].type');
+    rejectsField({ tools: [{ type: 'function' }] }, 'tools[0].function must be an object');
+    rejectsField({ tools: [{ type: 'function', function: { ...fn, name: 5 } }] }, 'tools[0].function.name');
+    rejectsField({ tools: [{ type: 'function', function: { ...fn, name: '' } }] }, 'tools[0].function.name');
+    rejectsField(
+      { tools: [{ type: 'function', function: { ...fn, name: 'a b' } }] },
+      'tools[0].function.name',
+    );
+    rejectsField(
+      { tools: [{ type: 'function', function: { ...fn, name: 'x'.repeat(65) } }] },
+      'function.name',
+    );
+    ok({ tools: [{ type: 'function', function: { name: 'A-z_0'.padEnd(64, '9') } }] });
+    rejectsField({ tools: [{ type: 'function', function: { ...fn, name: 'ok\nbad' } }] }, 'function.name');
+    rejectsField(
+      { tools: [{ type: 'function', function: { ...fn, description: 1 } }] },
+      'function.description',
+    );
+    rejectsField(
+      { tools: [{ type: 'function', function: { ...fn, parameters: 'x' } }] },
+      'function.parameters',
+    );
+    rejectsField(
+      { tools: [{ type: 'function', function: { ...fn, parameters: { type: 'array' } } }] },
+      'function.parameters',
+    );
+    rejectsField(
+      { tools: [{ type: 'function', function: { ...fn, parameters: { type: 'object', properties: [] } } }] },
+      'parameters.properties',
+    );
+    rejectsField(
+      {
+        tools: [{ type: 'function', function: { ...fn, parameters: { type: 'object', required: 'city' } } }],
+      },
+      'parameters.required',
+    );
+    rejectsField(
+      {
+        tools: [
+          { type: 'function', function: { ...fn, parameters: { type: 'object', required: ['a', 1] } } },
+        ],
+      },
+      'parameters.required',
+    );
+    ok({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] });
+  });
+
+  it('tool_choice: none, auto, required (with tools), or a named tool from tools', () => {
+    assert.equal(ok({ tool_choice: 'none' }).toolChoice, 'none');
+    assert.equal(ok({ tool_choice: 'auto' }).toolChoice, 'auto');
+    assert.equal(ok({ tool_choice: null }).toolChoice, undefined);
+    assert.equal(ok({ tools: [tool], tool_choice: 'required' }).toolChoice, 'required');
+    rejectsField({ tool_choice: 'required' }, 'tool_choice "required" needs tools');
+    rejectsField({ tools: [], tool_choice: 'required' }, 'tool_choice "required" needs tools');
+    const named = { type: 'function', function: { name: 'get_weather' } };
+    assert.deepEqual(ok({ tools: [tool], tool_choice: { ...named, extra: 1 } }).toolChoice, named);
+    rejectsField({ tools: [tool], tool_choice: { type: 'function', function: { name: 'other' } } }, 'other');
+    const second = { type: 'function', function: { name: 'second_tool' } };
+    assert.deepEqual(
+      ok({ tools: [tool, second], tool_choice: { type: 'function', function: { name: 'second_tool' } } })
+        .toolChoice,
+      {
+        type: 'function',
+        function: { name: 'second_tool' },
+      },
+    );
+    rejectsField({ tool_choice: named }, 'get_weather');
+    rejectsField({ tools: [tool], tool_choice: 'always' }, 'tool_choice must be');
+    rejectsField(
+      { tools: [tool], tool_choice: { type: 'tool', function: { name: 'get_weather' } } },
+      'tool_choice must be',
+    );
+    rejectsField(
+      { tools: [tool], tool_choice: { type: 'function', function: 'get_weather' } },
+      'tool_choice must be',
+    );
+    rejectsField(
+      { tools: [tool], tool_choice: { type: 'function', function: { name: 1 } } },
+      'tool_choice must be',
+    );
+  });
+});

@@ -69,7 +69,12 @@ describe('parseSse (WHATWG event-stream rules)', () => {
       { event: undefined, data: 'a' },
       { event: undefined, data: 'tail' },
     ]);
-    assert.deepEqual(await events('data: a\n\ndata: partial'), [{ event: undefined, data: 'a' }]);
+    // A stream cut inside its last line still gives that line's data: the caller judges it (a JSON chunk cut
+    // short fails to parse there, and a stream without its terminal event is an error either way).
+    assert.deepEqual(await events('data: a\n\ndata: partial'), [
+      { event: undefined, data: 'a' },
+      { event: undefined, data: 'partial' },
+    ]);
     assert.deepEqual(await events('event: e\ndata: x\ndata: y\n'), [{ event: 'e', data: 'x\ny' }]);
   });
 });

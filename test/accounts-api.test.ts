@@ -262,5 +262,25 @@ for (const backend of BACKENDS) {
       );
       assert.match(stored?.password_hash ?? '', /^scrypt\$/);
     });
+
+    it('the keys list says when each key was last used: never before its first request, then that request', async () => {
+      const { key, keyId } = await server.register();
+      const idle = await server.call('POST', '/api/keys', { key, body: { name: 'idle' } });
+      assert.equal(idle.status, 201);
+      const before = await server.call('GET', '/api/keys', { key });
+      for (const listed of before.body.data) assert.equal(listed.last_used_at, null, listed.name);
+      time.advance(60_000);
+      const usedAt = new Date(time.clock()).toISOString();
+      const answer = await server.call('POST', '/v1/chat/completions', {
+        key,
+        body: { model: 'model-b', messages: [{ role: 'user', content: 'Hello' }] },
+      });
+      assert.equal(answer.status, 200);
+      await server.services.settlements.flush();
+      const after = await server.call('GET', '/api/keys', { key });
+      const byId = new Map(after.body.data.map((listed: any) => [listed.id, listed]));
+      assert.equal((byId.get(keyId) as any).last_used_at, usedAt);
+      assert.equal((byId.get(idle.body.id) as any).last_used_at, null);
+    });
   });
 }

@@ -94,6 +94,21 @@ export class UsageRepo {
     return Number(row?.n ?? 0);
   }
 
+  /** When each of these keys last had a request recorded (ms since epoch); a key never used is absent. */
+  async lastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
+    // One indexed lookup per key (usage_records_key): an account has few keys, and MAX over the
+    // (key_id, created_at) index reads one entry however many records the key has.
+    const found = new Map<string, number>();
+    for (const keyId of keyIds) {
+      const row = await this.#db.get<{ at: number | null }>(
+        'SELECT MAX(created_at) AS at FROM usage_records WHERE key_id = $1',
+        [keyId],
+      );
+      if (row?.at != null) found.set(keyId, Number(row.at));
+    }
+    return found;
+  }
+
   /** The spec's statistics, from indexed columns and one day of rollup: independent of how many records exist. */
   async stats(now: number, paidPlans: readonly string[]): Promise<StatsCounts> {
     const placeholders = paidPlans.map((_, index) => `$${index + 4}`).join(', ') || 'NULL';

@@ -78,6 +78,8 @@ export interface ApiKey {
   allowed_ips: string[] | null;
   created_at: string;
   revoked_at: string | null;
+  /** When the key last made a request (null: never). */
+  last_used_at?: string | null;
   /** Per-key controls (null: no such rule). */
   limit_usd: number | null;
   limit_period: 'daily' | 'weekly' | 'monthly' | 'never' | null;

@@ -107,14 +107,19 @@ export function keyRoutes(app: FastifyInstance, services: Services): void {
   app.get('/api/keys', { config }, async (request) => {
     const keys = await services.accounts.listKeys(userOf(request).account.id);
     const now = services.clock();
+    const lastUsed = await services.store.usage.lastUsed(keys.map((key) => key.id));
+    const presented = (key: (typeof keys)[number]): Record<string, unknown> => ({
+      ...presentKey(key),
+      last_used_at: iso(lastUsed.get(key.id) ?? null),
+    });
     // A limited key also shows its spend this period and what remains (two reads each; unlimited keys none).
     const data = await Promise.all(
       keys.map(async (key) => {
         if (key.status !== 'active' || (key.controls?.spendLimitMicros ?? null) === null)
-          return { ...presentKey(key), spent_this_period_usd: null, remaining_usd: null, resets_at: null };
+          return { ...presented(key), spent_this_period_usd: null, remaining_usd: null, resets_at: null };
         const status = await readKeyStatus(services.store, services.holds, key, now);
         return {
-          ...presentKey(key),
+          ...presented(key),
           spent_this_period_usd: usd(status.periodMicros),
           remaining_usd: usd(status.remainingMicros ?? 0),
           resets_at: iso(status.resetsAt),

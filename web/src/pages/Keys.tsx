@@ -135,6 +135,7 @@ export function Keys() {
                 <th scope="col">Prefix</th>
                 <th scope="col">Status</th>
                 <th scope="col">Created</th>
+                <th scope="col">Last used</th>
                 <th scope="col">Allowed IPs</th>
                 <th scope="col">Spending limit</th>
                 <th scope="col">Expires</th>
@@ -151,6 +152,7 @@ export function Keys() {
                   </td>
                   <td>{key.status === 'active' ? 'active' : `revoked ${dateTime(key.revoked_at)}`}</td>
                   <td>{dateTime(key.created_at)}</td>
+                  <td>{key.last_used_at ? dateTime(key.last_used_at) : 'never'}</td>
                   <td>{key.allowed_ips?.join(', ') ?? 'any'}</td>
                   <td>{describeLimit(key)}</td>
                   <td>{key.expires_at ? dateTime(key.expires_at) : 'never'}</td>

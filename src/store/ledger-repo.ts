@@ -1,4 +1,4 @@
-import type { Db } from './db.ts';
+import type { Db, SqlParam } from './db.ts';
 import { keyHasRoom } from './key-spend.ts';
 import type { CreditGrant, GrantKind, KeyBudget, Settlement } from './records.ts';
 
@@ -284,24 +284,8 @@ async function settleBatch(tx: Db, settlements: readonly Settlement[], holdRows:
   for (let i = 0; i < settlements.length; i += ROWS_PER_STATEMENT) {
     const chunk = settlements.slice(i, i + ROWS_PER_STATEMENT);
     const rows = await tx.all<{ request_id: string }>(
-      `INSERT INTO usage_records (request_id, account_id, key_id, model, deployment, prompt_tokens, completion_tokens, estimated,
-         cost_micros, status, latency_ms, ttft_ms, created_at)
-       VALUES ${valuesList(chunk.length, 13, (_, p) => p)} ON CONFLICT (request_id) DO NOTHING RETURNING request_id`,
-      chunk.flatMap((s) => [
-        s.requestId,
-        s.accountId,
-        s.keyId,
-        s.model,
-        s.deployment,
-        s.promptTokens,
-        s.completionTokens,
-        s.estimated ? 1 : 0,
-        s.costMicros,
-        s.status,
-        Math.round(s.latencyMs),
-        s.ttftMs === null ? null : Math.round(s.ttftMs),
-        s.createdAt,
-      ]),
+      `${INSERT_USAGE_RECORD} ${valuesList(chunk.length, 13, (_, p) => p)} ON CONFLICT (request_id) DO NOTHING RETURNING request_id`,
+      chunk.flatMap(usageRecordRow),
     );
     for (const row of rows) inserted.add(row.request_id);
   }
@@ -418,24 +402,8 @@ async function settleRowByRow(tx: Db, settlements: readonly Settlement[], holdRo
   const fresh: Settlement[] = [];
   for (const s of settlements) {
     const inserted = await tx.run(
-      `INSERT INTO usage_records (request_id, account_id, key_id, model, deployment, prompt_tokens, completion_tokens, estimated,
-         cost_micros, status, latency_ms, ttft_ms, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (request_id) DO NOTHING`,
-      [
-        s.requestId,
-        s.accountId,
-        s.keyId,
-        s.model,
-        s.deployment,
-        s.promptTokens,
-        s.completionTokens,
-        s.estimated ? 1 : 0,
-        s.costMicros,
-        s.status,
-        Math.round(s.latencyMs),
-        s.ttftMs === null ? null : Math.round(s.ttftMs),
-        s.createdAt,
-      ],
+      `${INSERT_USAGE_RECORD} ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (request_id) DO NOTHING`,
+      usageRecordRow(s),
     );
     if (inserted === 1) fresh.push(s);
   }
@@ -585,4 +553,27 @@ async function charge(tx: Db, accountId: string, costMicros: number, now: number
     [accountId, due],
   );
   return postpaid === 1 ? 0 : due;
+}
+
+/** The usage record's columns, in the order `usageRecordRow` gives their values. */
+const INSERT_USAGE_RECORD = `INSERT INTO usage_records (request_id, account_id, key_id, model, deployment, prompt_tokens,
+  completion_tokens, estimated, cost_micros, status, latency_ms, ttft_ms, created_at) VALUES`;
+
+/** A settlement's usage record as the values of one row (13, in INSERT_USAGE_RECORD's order). */
+function usageRecordRow(s: Settlement): SqlParam[] {
+  return [
+    s.requestId,
+    s.accountId,
+    s.keyId,
+    s.model,
+    s.deployment,
+    s.promptTokens,
+    s.completionTokens,
+    s.estimated ? 1 : 0,
+    s.costMicros,
+    s.status,
+    Math.round(s.latencyMs),
+    s.ttftMs === null ? null : Math.round(s.ttftMs),
+    s.createdAt,
+  ];
 }

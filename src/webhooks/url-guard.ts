@@ -81,28 +81,40 @@ export async function checkWebhookUrl(
   try {
     url = new URL(raw);
   } catch {
-    throw new GatewayError('invalid_request', 'url must be an absolute URL');
+    throw new GatewayError('invalid_request', 'url must be an absolute URL', URL_PARAM);
   }
   const protocols = allowPrivate ? ['https:', 'http:'] : ['https:'];
-  if (!protocols.includes(url.protocol)) throw new GatewayError('invalid_request', 'url must use https');
+  if (!protocols.includes(url.protocol))
+    throw new GatewayError('invalid_request', 'url must use https', URL_PARAM);
   if (url.username || url.password)
-    throw new GatewayError('invalid_request', 'url must not carry credentials');
+    throw new GatewayError('invalid_request', 'url must not carry credentials', URL_PARAM);
   if (!isAllowedPort(url, ports))
     throw new GatewayError(
       'invalid_request',
       `url must use port ${ports === 'any' ? '' : ports.join(' or ')} (other ports are refused)`,
+      URL_PARAM,
     );
   if (allowPrivate) return url;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const addresses = isIP(host) ? [host] : await resolveAll(host);
-  if (addresses.length === 0 || !addresses.every(isPublicAddress)) {
+  if (addresses.length === 0)
+    throw new GatewayError(
+      'invalid_request',
+      `url's host ${host} does not resolve to any address`,
+      URL_PARAM,
+    );
+  if (!addresses.every(isPublicAddress)) {
     throw new GatewayError(
       'invalid_request',
       'url must resolve to public addresses only (no loopback, private, link-local or metadata addresses)',
+      URL_PARAM,
     );
   }
   return url;
 }
+
+/** Every refusal names the field at fault, as OpenAI's `param` does. */
+const URL_PARAM = { param: 'url' } as const;
 
 function resolveAll(host: string): Promise<string[]> {
   return new Promise((resolve) =>

@@ -1,60 +1,31 @@
-/** Settlements per second on one store, alone (a short run): `node bench/settle-rate.ts [postgres://…]`. */
-import { mkdtempSync } from 'node:fs';
+/**
+ * Settlements (and holds) per second on one store alone, a short run: `node bench/settle-rate.ts [postgres://…]`.
+ * The same measurement as the harness's micro-benchmarks, without starting any gateway.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { migrate } from '../src/store/migrate.ts';
-import { createStore, openDb } from '../src/store/store.ts';
-const url = process.argv[2] ?? `sqlite:${join(mkdtempSync(join(tmpdir(), 'h8b-')), 'b.db')}`;
-const schema = url.startsWith('postgres') ? `tg_h8b_${process.pid}` : undefined;
-if (schema) {
-  const pg = (await import('pg')).default;
-  const c = new pg.Client(url);
-  await c.connect();
-  await c.query(`CREATE SCHEMA ${schema}`);
-  await c.end();
+import pg from 'pg';
+import { openDb } from '../src/store/store.ts';
+import { settleRate } from './lib/micro.ts';
+
+const postgresUrl = process.argv[2];
+const dir = postgresUrl ? undefined : mkdtempSync(join(tmpdir(), 'tollgate-settle-'));
+const schema = `tg_settle_${process.pid}`;
+const admin = postgresUrl ? new pg.Client({ connectionString: postgresUrl }) : undefined;
+if (admin) {
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
 }
-const db = openDb(url, schema ? { schema } : undefined);
-await migrate(db);
-const store = createStore(db);
-const now = Date.now();
-const accounts = Array.from({ length: 100 }, (_, i) => `acct_${i}`);
-for (const id of accounts) {
-  await db.run(
-    `INSERT INTO accounts (id, email, password_hash, plan, created_at) VALUES ($1, $2, 'x', 'enterprise', $3)`,
-    [id, `${id}@b`, now],
-  );
-  await store.ledger.addGrant({
-    id: `g_${id}`,
-    accountId: id,
-    kind: 'admin',
-    amountMicros: 1e12,
-    remainingMicros: 1e12,
-    expiresAt: now + 86_400_000,
-    createdAt: now,
-    source: null,
-  });
+const db = postgresUrl ? openDb(postgresUrl, { schema }) : openDb(`sqlite:${join(dir!, 'bench.db')}`);
+try {
+  for (const result of await settleRate(db, postgresUrl ? 'PostgreSQL' : 'SQLite'))
+    console.log(`${result.name}: ${Math.round(result.perSecond)}/s (${result.note})`);
+} finally {
+  await db.close();
+  if (admin) {
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.end();
+  }
+  if (dir) rmSync(dir, { recursive: true, force: true });
 }
-const N = 20_000;
-const s = Array.from({ length: N }, (_, i) => ({
-  requestId: `r${i}`,
-  accountId: accounts[i % 100]!,
-  keyId: 'k',
-  model: 'm',
-  deployment: 'd',
-  promptTokens: 12,
-  completionTokens: 7,
-  estimated: false,
-  costMicros: 3,
-  status: 'ok' as const,
-  latencyMs: 1,
-  ttftMs: null,
-  createdAt: now,
-}));
-const t = performance.now();
-for (let i = 0; i < N; i += 256) await store.ledger.settle(s.slice(i, i + 256));
-const sec = (performance.now() - t) / 1000;
-console.log(url.split(':')[0], Math.round(N / sec), 'settlements/s');
-if (schema) {
-  await db.run(`DROP SCHEMA ${schema} CASCADE`);
-}
-await db.close();

@@ -21,7 +21,7 @@ export interface MicroResult {
 }
 
 /** Settlements per second through LedgerRepo.settle in the batches the settlement queue makes. */
-async function settleRate(db: Db, label: string): Promise<MicroResult[]> {
+export async function settleRate(db: Db, label: string): Promise<MicroResult[]> {
   await migrate(db);
   const store = createStore(db);
   const now = Date.now();

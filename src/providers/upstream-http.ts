@@ -115,6 +115,15 @@ export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig):
   };
 }
 
+/** A stream event's JSON data; a `protocol` ProviderError when it is not JSON (the caller checks its shape). */
+export function parseEventData(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch (error) {
+    throw new ProviderError('protocol', 'upstream sent a malformed stream event', { cause: error });
+  }
+}
+
 /**
  * The server-sent events of a streamed answer. Stopping early does not destroy the body (a for-await on it
  * would): `releaseBody` decides whether the connection is kept or closed.

@@ -3,6 +3,7 @@ import type { ChatChunk } from '../../gateway/chat-types.ts';
 import { type Provider, ProviderError } from '../provider.ts';
 import {
   createUpstreamClient,
+  parseEventData,
   errorFromResponse,
   readEvents,
   releaseBody,
@@ -80,12 +81,7 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
       });
       try {
         for await (const event of readEvents(response)) {
-          let data: StreamEvent;
-          try {
-            data = JSON.parse(event.data) as StreamEvent;
-          } catch (error) {
-            throw new ProviderError('protocol', 'upstream sent a malformed stream event', { cause: error });
-          }
+          const data = parseEventData(event.data) as StreamEvent;
           switch (data.type) {
             case 'message_start':
               state.id = data.message?.id ?? '';

@@ -3,6 +3,7 @@ import type { ChatChunk } from '../../gateway/chat-types.ts';
 import { type Provider, ProviderError } from '../provider.ts';
 import {
   createUpstreamClient,
+  parseEventData,
   errorFromResponse,
   readEvents,
   releaseBody,
@@ -73,12 +74,7 @@ export function createGeminiProvider(config: ProviderConfig, timeouts: TimeoutsC
       let usage: GeminiResponse['usageMetadata'];
       try {
         for await (const event of readEvents(response)) {
-          let data: GeminiResponse;
-          try {
-            data = JSON.parse(event.data) as GeminiResponse;
-          } catch (error) {
-            throw new ProviderError('protocol', 'upstream sent a malformed stream event', { cause: error });
-          }
+          const data = parseEventData(event.data) as GeminiResponse;
           if (data.error) {
             const status = data.error.code ?? 500;
             throw new ProviderError(

@@ -3,6 +3,7 @@ import type { ChatChunk, ChatCompletion } from '../../gateway/chat-types.ts';
 import { type Provider, ProviderError } from '../provider.ts';
 import {
   createUpstreamClient,
+  parseEventData,
   readEvents,
   releaseBody,
   errorFromResponse,
@@ -55,12 +56,7 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
             finished = true;
             return;
           }
-          let chunk: unknown;
-          try {
-            chunk = JSON.parse(event.data);
-          } catch (error) {
-            throw new ProviderError('protocol', 'upstream sent a malformed stream event', { cause: error });
-          }
+          const chunk = parseEventData(event.data);
           if (isErrorEvent(chunk))
             throw new ProviderError('status', chunk.error.message ?? 'upstream stream error', {
               status: 500,

@@ -103,6 +103,16 @@ describe('parseChatRequest: messages', () => {
     rejects({ model: 'model-b', messages: [USER, USER, USER] }, 'at most 2', 2);
   });
 
+  it('takes 128 tools and refuses 129, naming the limit', () => {
+    const tool = (i: number) => ({
+      type: 'function',
+      function: { name: `t${i}`, parameters: { type: 'object' } },
+    });
+    const tools = (n: number) => Array.from({ length: n }, (_, i) => tool(i));
+    assert.equal(ok({ tools: tools(128) }).tools?.length, 128);
+    rejectsField({ tools: tools(129) }, /tools may hold at most 128/);
+  });
+
   it('keeps a multi-turn history in order', () => {
     const messages = [
       { role: 'system', content: 's' },

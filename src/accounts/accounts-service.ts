@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import type { Logger } from 'pino';
 import { applyPlan } from '../billing/apply-plan.ts';
+import type { HoldBook } from '../billing/hold-book.ts';
 import type { Config, PlanId } from '../config/config.ts';
 import type { Bus } from '../shared/bus.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
@@ -16,6 +17,7 @@ import {
   NO_KEY_CONTROLS,
 } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
+import { type AccountSummary, readAccountSummary } from './account-summary.ts';
 import { createSecret, hashSecret, isPlausibleSecret } from './api-key-secret.ts';
 import type { KeyCache } from './key-cache.ts';
 import { presentKeyControls, refuseExpiredKey } from './key-controls.ts';
@@ -65,6 +67,8 @@ export interface AccountsOptions {
   logger: Logger;
   /** Counts key creations per account (TOLLGATE_KEY_CREATIONS_PER_MINUTE). */
   limiter: Limiter;
+  /** Holds of requests in flight, which an account's summary counts. */
+  holds: HoldBook;
 }
 
 /** Registration, verification, authentication, keys and the operator's account controls. */
@@ -311,6 +315,12 @@ export class AccountsService {
     offset: number,
   ): Promise<{ accounts: AccountRecord[]; total: number }> {
     return this.#o.store.accounts.list(search, limit, offset);
+  }
+
+  /** The account as its holder sees it now (`GET /api/account`); `cached` is the authenticated copy. */
+  async summary(cached: AccountRecord): Promise<AccountSummary> {
+    const { store, holds, config, clock } = this.#o;
+    return readAccountSummary({ store, holds, config }, cached, clock());
   }
 
   async account(id: string): Promise<AccountRecord> {

@@ -30,6 +30,8 @@ import { createTestPaymentProvider } from './payments/payment-provider.ts';
 import { PaymentsService } from './payments/payments-service.ts';
 import { createStripeClient, createStripePaymentProvider } from './payments/stripe-payment-provider.ts';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.ts';
+import { UsageService } from './usage/usage-service.ts';
+import { WebhooksService } from './webhooks/webhooks-service.ts';
 import { type Clock, newId, systemClock } from './shared/ids.ts';
 import { utcDay } from './store/ledger-repo.ts';
 import { type Store } from './store/store.ts';
@@ -54,6 +56,10 @@ export interface Services {
   scheduler: Scheduler;
   payments: PaymentsService;
   dispatcher: WebhookDispatcher;
+  /** The account's usage and the operator's statistics. */
+  usage: UsageService;
+  /** The account's webhook endpoint, test events, delivery log and redelivery. */
+  webhooks: WebhooksService;
   startedAt: number;
   /** Refuses (429) an address that registers, verifies or resets too often. */
   signups: SignupGuard;
@@ -183,6 +189,7 @@ export function createServices(options: ServicesOptions): Services {
     provider: stripe ? createStripePaymentProvider(stripe) : createTestPaymentProvider(),
     onEventQueued: () => dispatcher.nudge(),
   });
+  const webhooks = new WebhooksService({ store, config, clock, onEventQueued: () => dispatcher.nudge() });
   const gateway = new ChatGateway({
     config,
     store,
@@ -215,6 +222,8 @@ export function createServices(options: ServicesOptions): Services {
     scheduler,
     payments,
     dispatcher,
+    webhooks,
+    usage: new UsageService({ store, config, clock }),
     startedAt,
     signups: new SignupGuard(limiter, clock),
     health: createHealthCheck({ store, limiter, settlements, router, clock, startedAt }),

@@ -1,6 +1,6 @@
 import type { PlanConfig } from '../config/config.ts';
-import { newId } from '../shared/ids.ts';
 import type { Store } from '../store/store.ts';
+import { grantCredit } from './grant-credit.ts';
 
 /** A paid plan's period. */
 export const PLAN_PERIOD_MS = 30 * 86_400_000;
@@ -28,15 +28,13 @@ export async function applyPlan(
         : now;
     expiresAt = start + PLAN_PERIOD_MS;
     if (plan.monthlyAllowanceMicros > 0) {
-      await store.ledger.addGrant({
-        id: newId('grant'),
+      await grantCredit(store.ledger, {
         accountId,
         kind: 'plan',
         amountMicros: plan.monthlyAllowanceMicros,
-        remainingMicros: plan.monthlyAllowanceMicros,
         expiresAt,
-        createdAt: now,
         source,
+        now,
       });
     }
   }

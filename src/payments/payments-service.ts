@@ -1,12 +1,14 @@
 import type Stripe from 'stripe';
 import type { Logger } from 'pino';
 import { applyPlan } from '../billing/apply-plan.ts';
+import { grantCredit } from '../billing/grant-credit.ts';
 import type { Config, PlanId } from '../config/config.ts';
 import type { Bus } from '../shared/bus.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { type Clock, newId } from '../shared/ids.ts';
 import type { AccountRecord, OrderRecord } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
+import { queueEvent } from '../webhooks/queue-event.ts';
 import { paymentEvent } from './payment-event.ts';
 import type { PaymentProvider } from './payment-provider.ts';
 
@@ -118,6 +120,33 @@ export class PaymentsService {
     return { ...order, providerRef: session.providerRef, checkoutUrl: session.checkoutUrl };
   }
 
+  /** The account's orders, newest first. */
+  async orders(accountId: string): Promise<OrderRecord[]> {
+    return this.#o.store.payments.ordersOf(accountId);
+  }
+
+  /** An order of the test provider, for its checkout page; 404 for any other. */
+  async testCheckout(orderId: string): Promise<OrderRecord> {
+    const order = await this.#o.store.payments.order(orderId);
+    if (!order || order.provider !== 'test') throw new GatewayError('not_found', 'no such checkout');
+    return order;
+  }
+
+  /**
+   * Completes a test provider's order as its card form would (403 for a suspended account, 409 for an order
+   * no longer pending); resolves to the order as it now stands.
+   */
+  async completeTestCheckout(orderId: string, outcome: Outcome): Promise<OrderRecord> {
+    const { store } = this.#o;
+    const order = await this.testCheckout(orderId);
+    const account = await store.accounts.byId(order.accountId);
+    if (!account) throw new GatewayError('not_found', `no account ${order.accountId}`);
+    if (account.status === 'suspended') throw new GatewayError('forbidden', 'this account is suspended');
+    if (!(await this.complete(order.id, outcome)))
+      throw new GatewayError('conflict', `order ${order.id} is already ${order.status}`);
+    return (await store.payments.order(order.id)) ?? order;
+  }
+
   /**
    * Settles a pending order: a paid plan is applied (period, allowance, limits) or a top-up credited, and the
    * payment event queued, all in one transaction. An order that is no longer pending is left alone: false.
@@ -152,29 +181,22 @@ export class PaymentsService {
         if (plan) await applyPlan(tx, account.id, plan, now, order.id);
         planAfter = order.plan;
       } else if (outcome.status === 'paid') {
-        await tx.ledger.addGrant({
-          id: newId('grant'),
+        await grantCredit(tx.ledger, {
           accountId: account.id,
           kind: 'topup',
           amountMicros: order.amountMicros,
-          remainingMicros: order.amountMicros,
           expiresAt: now + TOPUP_VALIDITY_MS,
-          createdAt: now,
           source: order.id,
+          now,
         });
       }
       const payload = paymentEvent(order, account.email, planAfter, outcome, now);
       if (await tx.webhooks.endpoint(account.id)) {
-        await tx.webhooks.enqueue({
-          id: newId('evt'),
+        await queueEvent(tx.webhooks, {
           accountId: account.id,
           eventType: payload.event_type,
-          payload: JSON.stringify(payload),
-          status: 'pending',
-          attempts: 0,
-          nextAttemptAt: now,
-          createdAt: now,
-          finishedAt: null,
+          body: payload,
+          now,
         });
       }
       return account.id;

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import { presentKeyControls } from '../../accounts/key-controls.ts';
-import { readKeyStatus } from '../../accounts/key-status.ts';
 import type { Services } from '../../services.ts';
 import { iso, usd } from '../present.ts';
 import { asUser } from './principal.ts';
@@ -12,7 +11,7 @@ import { asUser } from './principal.ts';
 export function ownKeyRoutes(app: FastifyInstance, services: Services): void {
   app.get('/api/key', { config: { auth: 'user' } }, async (request) => {
     const { key } = asUser(request.principal);
-    const status = await readKeyStatus(services.store, services.holds, key, services.clock());
+    const status = await services.accounts.keyStatus(key);
     return {
       id: key.id,
       name: key.name,

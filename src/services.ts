@@ -33,7 +33,7 @@ import { WebhookDispatcher } from './webhooks/webhook-dispatcher.ts';
 import { UsageService } from './usage/usage-service.ts';
 import { WebhooksService } from './webhooks/webhooks-service.ts';
 import { type Clock, newId, systemClock } from './shared/ids.ts';
-import { utcDay } from './store/ledger-repo.ts';
+import { utcDay } from './shared/time.ts';
 import { type Store } from './store/store.ts';
 
 /** Everything a route needs, built once per process (or per test server). */
@@ -232,7 +232,7 @@ export function createServices(options: ServicesOptions): Services {
       if (replayed > 0) logger.info({ replayed }, 'replayed spooled settlements');
       // An embedded database has one instance: every hold left in it belongs to a process that died.
       const released = await store.ledger.releaseExpiredHolds(
-        store.db.dialect === 'sqlite' ? Number.MAX_SAFE_INTEGER : clock(),
+        store.db.capabilities.singleProcess ? Number.MAX_SAFE_INTEGER : clock(),
       );
       if (released > 0) logger.warn({ released }, 'released holds of requests that never settled');
       // On a shared database, this instance's holds belong to its lease: taken before the first hold.

@@ -3,9 +3,10 @@ import { billingStanding, type Standing } from '../billing/standing.ts';
 import type { Config } from '../config/config.ts';
 import { effectiveLimits } from '../limits/effective-limits.ts';
 import type { LimitSet } from '../limits/limiter.ts';
-import { type Balance, utcDay } from '../store/ledger-repo.ts';
+import type { Balance } from '../store/ledger-repo.ts';
 import type { AccountRecord, CreditGrant } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
+import { utcDay } from '../shared/time.ts';
 
 /** An account as its holder sees it: limits, balance, grants, today's tokens and whether it may spend. */
 export interface AccountSummary {

@@ -27,8 +27,8 @@ import { type KeyStatus, readKeyStatus } from './key-status.ts';
 import { canonicalMailbox, claimTrialMailbox } from './mailbox.ts';
 import type { Mailer } from './mailer.ts';
 import { hashPassword } from './passwords.ts';
+import { DAY_MS } from '../shared/time.ts';
 
-const DAY_MS = 86_400_000;
 const EMAIL_TOKEN_TTL_MS = 2 * DAY_MS;
 const ADMIN_KEY_SETTING = 'admin_key_hash';
 /** How long the operator's credit lasts when no expiry is given. */

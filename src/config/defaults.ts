@@ -1,7 +1,8 @@
 import { DEFAULT_TEMPERATURE } from '../gateway/parse-chat-request.ts';
 import type { ModelConfig, ParamPolicy, PlanConfig, PlanId, ProviderConfig } from './config.ts';
+import { MICROS_PER_USD } from '../shared/money.ts';
 
-const USD = 1_000_000;
+const USD = MICROS_PER_USD;
 
 type CatalogEntry = Omit<ModelConfig, 'deployments' | 'fallbacks'>;
 

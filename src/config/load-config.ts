@@ -19,6 +19,7 @@ import {
   SIMULATOR_PROVIDER,
 } from './defaults.ts';
 import { loadSecurityConfig, loadTrustProxy } from './load-security-config.ts';
+import { usdToMicros } from '../shared/money.ts';
 
 /** A configuration mistake: start-up stops with this one message, which names the field. */
 export class ConfigError extends Error {
@@ -439,5 +440,5 @@ function usdPrice(value: unknown, at: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw new ConfigError(`${at}: must be a non-negative number of USD`);
   }
-  return Math.round(value * 1_000_000);
+  return usdToMicros(value);
 }

@@ -11,7 +11,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import type { Router } from '../routing/router.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
-import { type Balance, utcDay } from '../store/ledger-repo.ts';
+import type { Balance } from '../store/ledger-repo.ts';
 import type { AccountRecord, ApiKeyRecord, UsageStatus } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
@@ -19,6 +19,8 @@ import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
 import { rateLimitHeaders } from './rate-limit-headers.ts';
 import type { StreamSink } from './stream-sink.ts';
+import { utcDay } from '../shared/time.ts';
+import { formatUsd } from '../shared/money.ts';
 
 /** How long a hold lives if its request never settles (its instance died): then a job releases it. */
 export const HOLD_TTL_MS = 60 * 60_000;
@@ -158,7 +160,7 @@ export class ChatGateway {
       if (keyLimited) throw this.#refuse(new GatewayError('payment_required', keyLimited, { headers }));
       const standing = this.#o.billingStanding(account, now, await store.ledger.balance(account.id, now));
       const message = standing.ok
-        ? `insufficient balance: this request may cost up to $${(holdMicros / 1e6).toFixed(6)} (lower max_tokens), more than is available`
+        ? `insufficient balance: this request may cost up to $${formatUsd(holdMicros, 6)} (lower max_tokens), more than is available`
         : standing.message;
       throw this.#refuse(new GatewayError('payment_required', message, { headers }));
     }
@@ -398,6 +400,6 @@ function completionTokensOf(completion: ChatCompletion): number {
 
 function answerHeaders(overheadMs: number, cost: number | undefined): Record<string, string> {
   const headers: Record<string, string> = { 'x-tollgate-overhead-ms': overheadMs.toFixed(3) };
-  if (cost !== undefined) headers['x-tollgate-cost-usd'] = (cost / 1e6).toFixed(6);
+  if (cost !== undefined) headers['x-tollgate-cost-usd'] = formatUsd(cost, 6);
   return headers;
 }

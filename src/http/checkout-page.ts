@@ -1,4 +1,5 @@
 import type { OrderRecord } from '../store/records.ts';
+import { formatUsd } from '../shared/money.ts';
 
 /** The test checkout page may run only its own script, talk only to this origin, and never be framed. */
 export function checkoutPageHeaders(nonce: string): Record<string, string> {
@@ -18,7 +19,7 @@ export function checkoutPage(order: OrderRecord, nonce: string): string {
 <style nonce="${nonce}">body { font-family: system-ui; max-width: 32rem; margin: 3rem auto }</style></head>
 <body>
 <h1>Test checkout</h1>
-<p>Order <code>${order.id}</code>: ${what}, ${order.currency} ${(order.amountMicros / 1e6).toFixed(2)}. Status: <b>${order.status}</b>.</p>
+<p>Order <code>${order.id}</code>: ${what}, ${order.currency} ${formatUsd(order.amountMicros, 2)}. Status: <b>${order.status}</b>.</p>
 <p>This is the test payment provider: no card is charged.</p>
 <button id="pay">Pay (succeeds)</button>
 <button id="decline">Pay (card declined)</button>

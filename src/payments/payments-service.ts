@@ -11,6 +11,8 @@ import type { Store } from '../store/store.ts';
 import { queueEvent } from '../webhooks/queue-event.ts';
 import { paymentEvent } from './payment-event.ts';
 import type { PaymentProvider } from './payment-provider.ts';
+import { centsToMicros, formatUsd, microsToCents } from '../shared/money.ts';
+import { DAY_MS } from '../shared/time.ts';
 
 export const FAILURE_REASONS = [
   'card_declined',
@@ -23,7 +25,7 @@ export type FailureReason = (typeof FAILURE_REASONS)[number];
 
 const TOPUP_MIN_MICROS = 5_000_000;
 const TOPUP_MAX_MICROS = 10_000_000_000;
-const TOPUP_VALIDITY_MS = 365 * 86_400_000;
+const TOPUP_VALIDITY_MS = 365 * DAY_MS;
 
 export type Outcome = { status: 'paid' } | { status: 'failed'; reason: FailureReason };
 
@@ -81,12 +83,12 @@ export class PaymentsService {
       amountMicros = chosen.monthlyPriceMicros;
       description = `Tollgate ${chosen.name} plan, 30 days`;
     } else if (request.topupUsd !== undefined && request.plan === undefined) {
-      amountMicros = Math.round(request.topupUsd * 100) * 10_000;
+      amountMicros = centsToMicros(Math.round(request.topupUsd * 100));
       if (amountMicros < TOPUP_MIN_MICROS || amountMicros > TOPUP_MAX_MICROS) {
         throw new GatewayError('invalid_request', 'topup_usd must be between 5 and 10000, in cents at most');
       }
       kind = 'topup';
-      description = `Tollgate credit top-up, USD ${(amountMicros / 1e6).toFixed(2)}`;
+      description = `Tollgate credit top-up, USD ${formatUsd(amountMicros, 2)}`;
     } else {
       throw new GatewayError('invalid_request', 'send either plan or topup_usd');
     }
@@ -258,7 +260,7 @@ function stripeMismatch(
   order: OrderRecord,
   session: Partial<Stripe.Checkout.Session>,
 ): Record<string, unknown> | undefined {
-  const cents = Math.round(order.amountMicros / 10_000);
+  const cents = microsToCents(order.amountMicros);
   const currency = order.currency.toLowerCase();
   if (order.provider !== 'stripe') return { provider: order.provider };
   if (session.amount_total !== cents) return { amount_total: session.amount_total ?? null, expected: cents };

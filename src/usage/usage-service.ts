@@ -1,11 +1,10 @@
 import type { Config } from '../config/config.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
-import { utcDay } from '../store/ledger-repo.ts';
+import { DAY_MS, utcDay } from '../shared/time.ts';
 import type { Store } from '../store/store.ts';
 import type { DayModelRow, RecentRequest, StatsCounts, UsageGroup, UsageRow } from '../store/usage-repo.ts';
 
-const DAY_MS = 86_400_000;
 /** The range a usage query covers when it names no start: 30 UTC days up to its end. */
 const DEFAULT_RANGE_DAYS = 30;
 

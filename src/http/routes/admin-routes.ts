@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { PlanId } from '../../config/config.ts';
 import type { Services } from '../../services.ts';
 import { iso, presentAccount, usd } from '../present.ts';
+import { usdToMicros } from '../../shared/money.ts';
 
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
 const nullableLimit = { type: ['integer', 'null'], minimum: 0 } as const;
@@ -109,7 +110,7 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
         ...(body.tpm !== undefined ? { tpmLimit: body.tpm } : {}),
         ...(body.daily_tokens !== undefined ? { dailyTokenLimit: body.daily_tokens } : {}),
         ...(body.credit_limit_usd !== undefined
-          ? { creditLimitMicros: Math.round(body.credit_limit_usd * 1_000_000) }
+          ? { creditLimitMicros: usdToMicros(body.credit_limit_usd) }
           : {}),
       });
       return presentAdminAccount(account);
@@ -137,7 +138,7 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
       const { amount_usd, expires_at } = request.body;
       const grant = await accounts.grantCredit(
         request.params.id,
-        Math.round(amount_usd * 1_000_000),
+        usdToMicros(amount_usd),
         expires_at === undefined ? undefined : Date.parse(expires_at),
       );
       return reply.status(201).send({

@@ -7,6 +7,7 @@ import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { iso, presentKey, usd } from '../present.ts';
 import { userOf } from './principal.ts';
+import { usdToMicros } from '../../shared/money.ts';
 
 /** Per-key controls as a client sends them (create and change). */
 const controlProperties = {
@@ -49,7 +50,7 @@ function parseKeyChange(body: KeyBody, config: Config, now: number): KeyChange {
   if (body.name !== undefined) change.name = body.name;
   if (body.allowed_ips !== undefined) change.allowedIps = parseAllowedIps(body.allowed_ips);
   if (body.limit_usd !== undefined)
-    change.spendLimitMicros = body.limit_usd === null ? null : Math.round(body.limit_usd * 1_000_000);
+    change.spendLimitMicros = body.limit_usd === null ? null : usdToMicros(body.limit_usd);
   if (body.limit_period !== undefined) change.limitPeriod = body.limit_period;
   if (body.expires_at !== undefined) {
     if (body.expires_at === null) change.expiresAt = null;

@@ -54,10 +54,6 @@ export class PaymentsService {
       );
   }
 
-  get providerId(): string {
-    return this.#o.provider.id;
-  }
-
   /** Creates a pending order for a plan or a top-up and a checkout for it. */
   async checkout(
     account: AccountRecord,

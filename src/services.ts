@@ -1,4 +1,3 @@
-import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { AccountsService } from './accounts/accounts-service.ts';
 import { KeyCache } from './accounts/key-cache.ts';
@@ -7,6 +6,7 @@ import { createLogMailer, createSmtpMailer, type Mailer } from './accounts/maile
 import type { Config } from './config/config.ts';
 import { createHoldBook, type HoldBook } from './billing/hold-book.ts';
 import { SettlementQueue } from './billing/settlement-queue.ts';
+import { defaultSpoolPath } from './billing/spool-path.ts';
 import { billingStanding } from './billing/standing.ts';
 import { ChatGateway } from './gateway/chat-gateway.ts';
 import {
@@ -88,12 +88,6 @@ export interface ServicesOptions {
   stripeApiBase?: string;
   /** Session lifetimes and sign-in throttling (tests shorten or loosen them). */
   sessionPolicy?: Partial<SessionPolicy>;
-}
-
-/** The spool file beside the SQLite database, or under ./data for PostgreSQL. */
-function defaultSpoolPath(databaseUrl: string): string {
-  const sqlite = /^postgres/.test(databaseUrl) ? undefined : databaseUrl.replace(/^sqlite:(\/\/)?/, '');
-  return join(sqlite && sqlite !== ':memory:' ? dirname(sqlite) : './data', 'settlements-spool.jsonl');
 }
 
 /** Wires the domain services over a store; does no I/O until used. */

@@ -4,7 +4,7 @@ import { presentAccount, presentBalance } from '../present.ts';
 import { userOf } from './principal.ts';
 
 /** The key's own account: identity, plan, limits, balance and today's tokens. */
-export function accountRoutes(app: FastifyInstance, services: Services): void {
+export function accountRoutes(app: FastifyInstance, services: Pick<Services, 'accounts'>): void {
   app.get('/api/account', { config: { auth: 'user' } }, async (request) => {
     const summary = await services.accounts.summary(userOf(request).account);
     const { limits, standing } = summary;

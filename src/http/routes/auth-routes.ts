@@ -24,7 +24,7 @@ const verifySchema = {
 } as const;
 
 /** Registration and e-mail verification: open to anyone (per-IP limited once limits exist). */
-export function authRoutes(app: FastifyInstance, services: Services): void {
+export function authRoutes(app: FastifyInstance, services: Pick<Services, 'accounts' | 'signups'>): void {
   app.post<{ Body: { email: string; password: string } }>(
     '/api/auth/register',
     { schema: registerSchema },

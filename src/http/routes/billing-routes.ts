@@ -26,7 +26,7 @@ export function presentOrder(order: OrderRecord): Record<string, unknown> {
 const orderParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
 
 /** Checkout and orders; the test provider's checkout page; Stripe's webhook. */
-export function billingRoutes(app: FastifyInstance, services: Services): void {
+export function billingRoutes(app: FastifyInstance, services: Pick<Services, 'config' | 'payments'>): void {
   app.post<{ Body: { plan?: string; topup_usd?: number } }>(
     '/api/billing/checkout',
     {

@@ -4,7 +4,7 @@ import { iso, usd } from '../present.ts';
 import { userOf } from './principal.ts';
 
 /** Read-only views the dashboard needs beyond the rest of `/api`: recent requests, the webhook event log. */
-export function dashboardRoutes(app: FastifyInstance, services: Services): void {
+export function dashboardRoutes(app: FastifyInstance, services: Pick<Services, 'usage' | 'webhooks'>): void {
   app.get<{ Querystring: { limit?: string } }>(
     '/api/usage/recent',
     {

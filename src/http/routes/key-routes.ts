@@ -101,7 +101,10 @@ const idParams = {
 } as const;
 
 /** The account's API keys: list (never the secret), create and rotate (secret once), change, revoke. */
-export function keyRoutes(app: FastifyInstance, services: Services): void {
+export function keyRoutes(
+  app: FastifyInstance,
+  services: Pick<Services, 'accounts' | 'config' | 'clock'>,
+): void {
   const config = { auth: 'user' } as const;
 
   app.get('/api/keys', { config }, async (request) => {

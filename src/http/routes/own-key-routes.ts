@@ -8,7 +8,7 @@ import { asUser } from './principal.ts';
  * `GET /api/key`: the calling key's own controls, its spend today, this ISO week and this calendar month
  * (UTC), and what its limit still allows, so a script can check before it spends.
  */
-export function ownKeyRoutes(app: FastifyInstance, services: Services): void {
+export function ownKeyRoutes(app: FastifyInstance, services: Pick<Services, 'accounts'>): void {
   app.get('/api/key', { config: { auth: 'user' } }, async (request) => {
     const { key } = asUser(request.principal);
     const status = await services.accounts.keyStatus(key);

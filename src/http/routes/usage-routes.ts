@@ -8,7 +8,7 @@ const DAY = '^\\d{4}-\\d{2}-\\d{2}$';
 const GROUP_FIELD: Record<UsageGroup, string> = { day: 'day', model: 'model', key: 'key_id' };
 
 /** The account's usage from the daily rollup, and the operator's statistics. */
-export function usageRoutes(app: FastifyInstance, services: Services): void {
+export function usageRoutes(app: FastifyInstance, services: Pick<Services, 'usage'>): void {
   app.get<{ Querystring: { from?: string; to?: string; group_by?: UsageGroup } }>(
     '/api/usage',
     {

@@ -4,7 +4,7 @@ import { iso } from '../present.ts';
 import { userOf } from './principal.ts';
 
 /** The account's webhook endpoint, its signing secret, test events and the delivery log. */
-export function webhookRoutes(app: FastifyInstance, services: Services): void {
+export function webhookRoutes(app: FastifyInstance, services: Pick<Services, 'webhooks'>): void {
   const config = { auth: 'user' } as const;
   const { webhooks } = services;
 

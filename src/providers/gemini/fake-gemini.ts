@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { schemaInstance } from '../../src/providers/simulator/schema-instance.ts';
+import { schemaInstance } from '../simulator/schema-instance.ts';
 
 /** What the fake does with one request; behaviours are taken in order, then `ok`. */
 export type GeminiBehaviour =

@@ -78,7 +78,5 @@ export function describeIssue(issue: z.core.$ZodIssue): string {
   const at = fieldPath(issue.path);
   if (issue.code === 'unrecognized_keys')
     return `${fieldPath([...issue.path, issue.keys[0] ?? ''])}: unknown field`;
-  if (issue.code === 'invalid_union' && 'options' in issue && Array.isArray(issue.options))
-    return `${at}: must be one of ${issue.options.join(', ')}`;
   return at ? `${at}: ${issue.message}` : issue.message;
 }

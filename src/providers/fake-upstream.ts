@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 /** What the fake does with one request; behaviours are taken in order, then `ok` for good. */
 export type Behaviour =
@@ -63,12 +63,50 @@ export interface FakeWire {
 export async function startFakeUpstream(wire: FakeWire): Promise<FakeUpstream> {
   const queue: Behaviour[] = [];
   const received: Received[] = [];
-  const sockets = new Set<import('node:net').Socket>();
-  const state = { aborted: 0, connections: 0, flooded: 0 };
-  const server: Server = createServer((request, response) => {
+  const state = { aborted: 0, flooded: 0 };
+  const server = await listenFake((request, body, response) => {
     response.on('close', () => {
       if (!response.writableFinished) state.aborted += 1;
     });
+    received.push({ path: request.url ?? '', headers: request.headers, body });
+    const behaviour = queue.shift() ?? { kind: 'ok' };
+    if (behaviour.kind === 'raw') return void serveRaw(behaviour, response);
+    wire.serve(behaviour, body, response, state);
+  });
+  return {
+    url: `${server.origin}${wire.root}`,
+    received,
+    get aborted() {
+      return state.aborted;
+    },
+    get connections() {
+      return server.connections;
+    },
+    get flooded() {
+      return state.flooded;
+    },
+    script: (...behaviours) => void queue.push(...behaviours),
+    close: () => server.close(),
+  };
+}
+
+/** A fake server listening on a loopback port. */
+export interface FakeServer {
+  /** `http://127.0.0.1:<port>`. */
+  origin: string;
+  /** TCP connections opened to it so far. */
+  readonly connections: number;
+  /** Drops every open connection and stops listening. */
+  close(): Promise<void>;
+}
+
+/** Listens on a free loopback port and hands `handle` each request with its body (parsed JSON, else the text). */
+export async function listenFake(
+  handle: (request: IncomingMessage, body: any, response: ServerResponse) => void,
+): Promise<FakeServer> {
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  const server: Server = createServer((request, response) => {
     let raw = '';
     request.on('data', (piece: Buffer) => (raw += piece.toString()));
     request.on('end', () => {
@@ -78,32 +116,20 @@ export async function startFakeUpstream(wire: FakeWire): Promise<FakeUpstream> {
       } catch {
         body = raw;
       }
-      received.push({ path: request.url ?? '', headers: request.headers, body });
-      const behaviour = queue.shift() ?? { kind: 'ok' };
-      if (behaviour.kind === 'raw') return void serveRaw(behaviour, response);
-      wire.serve(behaviour, body, response, state);
+      handle(request, body, response);
     });
   });
   server.on('connection', (socket) => {
     sockets.add(socket);
-    state.connections += 1;
+    connections += 1;
     socket.on('close', () => sockets.delete(socket));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}${wire.root}`,
-    received,
-    get aborted() {
-      return state.aborted;
-    },
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     get connections() {
-      return state.connections;
+      return connections;
     },
-    get flooded() {
-      return state.flooded;
-    },
-    script: (...behaviours) => void queue.push(...behaviours),
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -8,7 +8,8 @@ const optionalValue = z
   .optional()
   .transform((value) => value || undefined);
 
-const FAILURE_POLICIES = ['local', 'allow', 'deny'] as const satisfies readonly LimiterFailurePolicy[];
+/** What `limits.redis_failure` and TOLLGATE_REDIS_FAILURE may say. */
+export const FAILURE_POLICIES = ['local', 'allow', 'deny'] as const satisfies readonly LimiterFailurePolicy[];
 
 /**
  * The environment variables of the server itself (README's table); the security settings have their own

@@ -20,6 +20,7 @@ import {
   TRIAL_CREDIT_MICROS,
   TRIAL_DAYS,
 } from './defaults.ts';
+import { FAILURE_POLICIES } from './env-schema.ts';
 import { PARAM_POLICY_SCHEMA } from './param-policy-schema.ts';
 import {
   mapping,
@@ -45,8 +46,6 @@ export type FileConfig = Pick<
   | 'retentionDays'
   | 'maxMessages'
 > & { redisFailure: LimiterFailurePolicy | undefined };
-
-const FAILURE_POLICIES = ['local', 'allow', 'deny'] as const satisfies readonly LimiterFailurePolicy[];
 
 const DEPLOYMENT = mapping({
   provider: text(),

@@ -30,10 +30,7 @@ export function wholeNumber(min = 0, max = Number.MAX_SAFE_INTEGER): z.ZodType<n
 /** A price in USD (per million tokens, or per month), as integer micro-USD. */
 export function usdAsMicros(): z.ZodType<number, unknown> {
   const message = 'must be a non-negative number of USD';
-  return z
-    .number({ error: message })
-    .min(0, { error: message })
-    .transform(usdToMicros);
+  return z.number({ error: message }).min(0, { error: message }).transform(usdToMicros);
 }
 
 /** A mapping with exactly these keys (an unknown key is an error naming it). */

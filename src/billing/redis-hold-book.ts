@@ -182,14 +182,18 @@ export class RedisHoldBook implements HoldBook {
         key && key.limitMicros !== null ? key : undefined,
       );
       if (!read) return false;
-      const written = await seedScript.run(this.#redis, this.#keys(accountId).filter((_, i) => i % 2 === 0), [
-        read.version,
-        read.availableMicros,
-        read.until,
-        key && key.limitMicros !== null ? key.keyId : '',
-        key?.fromDay ?? '',
-        read.keySpentMicros,
-      ]);
+      const written = await seedScript.run(
+        this.#redis,
+        this.#keys(accountId).filter((_, i) => i % 2 === 0),
+        [
+          read.version,
+          read.availableMicros,
+          read.until,
+          key && key.limitMicros !== null ? key.keyId : '',
+          key?.fromDay ?? '',
+          read.keySpentMicros,
+        ],
+      );
       if (written === 1) return true;
       // Redis already has a newer version than this read: a settlement committed meanwhile.
     }
@@ -200,10 +204,11 @@ export class RedisHoldBook implements HoldBook {
   async finished(settlement: Settlement): Promise<void> {
     if (!this.#mine.has(settlement.requestId)) return;
     await finishScript
-      .run(this.#redis, [this.#keys(settlement.accountId)[1]!], [
-        settlement.requestId,
-        JSON.stringify(settlement),
-      ])
+      .run(
+        this.#redis,
+        [this.#keys(settlement.accountId)[1]!],
+        [settlement.requestId, JSON.stringify(settlement)],
+      )
       .catch((error: unknown) =>
         this.#logger.debug({ err: error }, 'could not journal a finished request on its hold'),
       );
@@ -355,7 +360,10 @@ export class RedisHoldBook implements HoldBook {
       await this.#releaseInstance(this.instanceId, '');
       await this.#redis.zrem(this.#instances, this.instanceId);
     } catch (error) {
-      this.#logger.warn({ err: error }, 'could not release this instance’s holds; its lease runs out instead');
+      this.#logger.warn(
+        { err: error },
+        'could not release this instance’s holds; its lease runs out instead',
+      );
     }
   }
 }

@@ -9,6 +9,7 @@ import { connectRedis } from '../src/shared/connect-redis.ts';
 import { createStore, type Store } from '../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';
+import { redisServerMissing, startRedisCluster } from './helpers/redis-server.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 
 const silent = pino({ level: 'silent' });
@@ -227,5 +228,54 @@ describe('credit holds in Redis, two instances on one PostgreSQL', { skip: skip 
     assert.equal(record?.request_id, 'req_dead_finished');
     await backends.bus.close();
     await ledgerStore.close();
+  });
+});
+
+const clusterSkip =
+  (await redisServerMissing()) ??
+  (postgres ? await postgres.unavailable() : 'PostgreSQL backend excluded by TOLLGATE_TEST_BACKENDS');
+
+describe('credit holds on a three-node Redis Cluster', { skip: clusterSkip ?? false }, () => {
+  it('a redis-cluster:// URL connects; 50 concurrent holds against room for 20 take exactly 20', async () => {
+    const cluster = await startRedisCluster();
+    const opened = await postgres!.open();
+    const store = createStore(opened.db);
+    const url = `redis-cluster://${cluster.nodes.map((n) => `${n.host}:${n.port}`).join(',')}`;
+    const backends = connectRedis(url, 'local', silent);
+    try {
+      assert.equal(await backends.ready(5_000), true);
+      const now = Date.now();
+      await opened.db.run(
+        "INSERT INTO accounts (id, email, password_hash, plan, created_at) VALUES ('acct_cluster', 'c@example.com', 'x', 'enterprise', $1)",
+        [now],
+      );
+      await store.ledger.addGrant({
+        id: 'grant_cluster',
+        accountId: 'acct_cluster',
+        kind: 'admin',
+        amountMicros: 20 * 1_000,
+        remainingMicros: 20 * 1_000,
+        expiresAt: now + 86_400_000,
+        createdAt: now,
+        source: null,
+      });
+      const book = backends.holds(store.ledger);
+      await book.start(() => {});
+      const taken = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          book.hold(`req_c${i}`, 'acct_cluster', 1_000, now, now + 60_000, {
+            keyId: 'key_c',
+            limitMicros: null,
+            fromDay: '0000-01-01',
+          }),
+        ),
+      );
+      assert.equal(taken.filter(Boolean).length, 20);
+      await book.close();
+    } finally {
+      await backends.bus.close();
+      await opened.cleanup();
+      await cluster.stop();
+    }
   });
 });

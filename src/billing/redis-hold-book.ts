@@ -76,6 +76,8 @@ export class RedisHoldBook implements HoldBook {
   /** Per key: what its holds reserved at the last refusal (the 402 message says it). */
   readonly #keyHeld = new Map<string, number>();
   readonly #shortReadAt = new Map<string, number>();
+  /** Reads of the ledger under way, per account and key: concurrent requests of one account read it once. */
+  readonly #seeding = new Map<string, Promise<boolean>>();
   /** Settlements committed to the ledger whose Redis update failed: tried again on each heartbeat. */
   #unapplied: PendingSettle[] = [];
   #generation: string | undefined;
@@ -166,7 +168,13 @@ export class RedisHoldBook implements HoldBook {
         if (this.#shortReadAt.size > 50_000) this.#shortReadAt.clear();
       }
       reread = true;
-      const known = await this.#seed(accountId, now, key);
+      const seedKey = `${accountId}\u0000${key?.limitMicros === null ? '' : (key?.keyId ?? '')}`;
+      let seeding = this.#seeding.get(seedKey);
+      if (!seeding) {
+        seeding = this.#seed(accountId, now, key).finally(() => this.#seeding.delete(seedKey));
+        this.#seeding.set(seedKey, seeding);
+      }
+      const known = await seeding;
       if (!known) return false;
     }
     return false;

@@ -6,10 +6,11 @@ import { costMicros } from '../src/billing/pricing.ts';
 import type { RedisHoldBook } from '../src/billing/redis-hold-book.ts';
 import { countPromptTokens } from '../src/gateway/count-tokens.ts';
 import { connectRedis } from '../src/shared/connect-redis.ts';
+import { GatewayError } from '../src/shared/gateway-error.ts';
 import { createStore, type Store } from '../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';
-import { redisServerMissing, startRedisCluster } from './helpers/redis-server.ts';
+import { redisServerMissing, startRedisCluster, startRedisServer } from './helpers/redis-server.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 
 const silent = pino({ level: 'silent' });
@@ -276,6 +277,115 @@ describe('credit holds on a three-node Redis Cluster', { skip: clusterSkip ?? fa
       await backends.bus.close();
       await opened.cleanup();
       await cluster.stop();
+    }
+  });
+});
+
+describe('credit holds when Redis restarts empty or goes away', { skip: clusterSkip ?? false }, () => {
+  const insertAccount = async (opened: OpenedBackend, store: Store, id: string, micros: number) => {
+    const now = Date.now();
+    await opened.db.run(
+      "INSERT INTO accounts (id, email, password_hash, plan, created_at) VALUES ($1, $2, 'x', 'enterprise', $3)",
+      [id, `${id}@example.com`, now],
+    );
+    await store.ledger.addGrant({
+      id: `grant_${id}`,
+      accountId: id,
+      kind: 'admin',
+      amountMicros: micros,
+      remainingMicros: micros,
+      expiresAt: now + 86_400_000,
+      createdAt: now,
+      source: null,
+    });
+  };
+
+  it('restarted empty with holds outstanding: their instance puts them back before anyone holds again', async () => {
+    const own = await startRedisServer();
+    const opened = await postgres!.open();
+    const store = createStore(opened.db);
+    const first = connectRedis(own.url, 'local', silent);
+    const second = connectRedis(own.url, 'local', silent);
+    try {
+      await first.ready(2_000);
+      await second.ready(2_000);
+      await insertAccount(opened, store, 'acct_restart', 10_000);
+      const a = first.holds(store.ledger);
+      const b = second.holds(store.ledger);
+      await a.start(() => {});
+      await b.start(() => {});
+      const now = Date.now();
+      const taken = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => a.hold(`req_a${i}`, 'acct_restart', 1_000, now, now + 60_000)),
+      );
+      assert.ok(taken.every(Boolean));
+      assert.equal(await b.hold('req_b0', 'acct_restart', 1_000, now, now + 60_000), false);
+
+      await own.restart();
+      // B asks again at once; while Redis is coming back it may be told 503, never given the credit.
+      let answer: boolean | undefined;
+      const deadline = Date.now() + 15_000;
+      while (answer === undefined && Date.now() < deadline) {
+        try {
+          answer = await b.hold('req_b1', 'acct_restart', 1_000, Date.now(), Date.now() + 60_000);
+        } catch (error) {
+          assert.ok(error instanceof GatewayError && error.code === 'service_unavailable', String(error));
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+      assert.equal(answer, false, 'the restarted Redis still counts the running holds');
+      const probe = new Redis(own.port, '127.0.0.1');
+      assert.equal(Number(await probe.hget('tg:hold:{acct_restart}:bal', 'held')), 10_000);
+      assert.equal(await probe.hlen('tg:hold:{acct_restart}:holds'), 10);
+      probe.disconnect();
+      await a.close();
+      await b.close();
+    } finally {
+      await first.bus.close();
+      await second.bus.close();
+      await opened.cleanup();
+      await own.stop();
+    }
+  });
+
+  it('unreachable: chat requests get 503 with Retry-After, then are served again by themselves', async () => {
+    const own = await startRedisServer();
+    const opened = await postgres!.open();
+    const backends = connectRedis(own.url, 'local', silent);
+    await backends.ready(2_000);
+    const ledgerStore = createStore(opened.reopen());
+    const server = await startTestServer({
+      backend: opened,
+      ownConnection: true,
+      yaml: { simulator: { chunk_interval_ms: 0 } },
+      extra: { limiter: backends.limiter, bus: backends.bus, holds: backends.holds(ledgerStore.ledger) },
+    });
+    try {
+      const { key } = await server.register();
+      const ask = () =>
+        server.call('POST', '/v1/chat/completions', {
+          key,
+          body: { model: 'model-b', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+        });
+      assert.equal((await ask()).status, 200);
+      await own.kill();
+      const refused = await ask();
+      assert.equal(refused.status, 503);
+      assert.equal(refused.body.error.code, 'service_unavailable');
+      assert.equal(refused.headers.get('retry-after'), '1');
+      await own.restart();
+      let status = 0;
+      const deadline = Date.now() + 15_000;
+      while (status !== 200 && Date.now() < deadline) {
+        status = (await ask()).status;
+        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.equal(status, 200);
+    } finally {
+      await server.close();
+      await ledgerStore.close();
+      await opened.cleanup();
+      await own.stop();
     }
   });
 });

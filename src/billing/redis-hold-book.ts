@@ -133,8 +133,6 @@ export class RedisHoldBook implements HoldBook {
     expiresAt: number,
     key: KeyBudget | undefined,
   ): Promise<boolean> {
-    const wait = this.#fenceUntil - Date.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     if (!this.#indexed.has(accountId)) {
       await this.#redis.sadd(this.#accountsOf(this.instanceId), accountId);
       this.#indexed.add(accountId);
@@ -143,6 +141,9 @@ export class RedisHoldBook implements HoldBook {
     const entry = JSON.stringify({ a: amountMicros, i: this.instanceId, k: keyId, e: expiresAt });
     let reread = false;
     for (let attempt = 0; attempt < 4; attempt++) {
+      // Redis was found empty (here or by a heartbeat): every instance puts its holds back before any is taken.
+      const wait = this.#fenceUntil - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       const [code, keyHeld] = (await holdScript.run(this.#redis, this.#keys(accountId), [
         requestId,
         amountMicros,

@@ -98,7 +98,7 @@ describe('chaos: three instances under load through backing faults', { skip: ski
       signal: AbortSignal.timeout(10_000),
     });
     const text = await response.text();
-    return { response, body: text ? (JSON.parse(text)) : undefined };
+    return { response, body: text ? JSON.parse(text) : undefined };
   };
   const register = async (url: string, email: string, plan: string) => {
     const registered = await fetch(`${url}/api/auth/register`, {
@@ -181,55 +181,64 @@ describe('chaos: three instances under load through backing faults', { skip: ski
         worker(limited.key, (o) => void (o.status === 200 && limitedOk.push(Date.now()))),
       ),
     ];
-    await sleep(2_000);
+    const stopLoad = async (): Promise<void> => {
+      running = false;
+      await Promise.all(workers);
+    };
+    try {
+      await sleep(2_000);
 
-    // Redis restarted empty: holds are put back by their instances, limits re-seeded.
-    await redis.restart();
-    await allServe(probe.key, 15_000, 'Redis restarted empty');
+      // Redis restarted empty: holds are put back by their instances, limits re-seeded.
+      await redis.restart();
+      await allServe(probe.key, 15_000, 'Redis restarted empty');
 
-    // Database connections terminated (this test's database only).
-    await owner.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name <> 'chaos-test'`,
-      [database],
-    );
-    await allServe(probe.key, 15_000, 'connections terminated');
+      // Database connections terminated (this test's database only).
+      await owner.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name <> 'chaos-test'`,
+        [database],
+      );
+      await allServe(probe.key, 15_000, 'connections terminated');
 
-    // The database unreachable for 10 s (the proxy refuses connections). Credit is held in Redis, so known
-    // keys are still served; an instance killed then dies with answered requests only journaled on their
-    // holds, and a survivor must charge them.
-    await proxy.cut();
-    await sleep(5_000);
-    const doomed = gateways[2]!;
-    gateways[2] = undefined;
-    const answeredInOutage = await Promise.all(Array.from({ length: 8 }, () => chat(doomed.url, steady.key)));
-    outcomes.push(...answeredInOutage);
-    doomed.child.kill('SIGKILL');
-    await doomed.exited;
-    await sleep(5_000);
-    await proxy.restore();
-    gateways[2] = await startGatewayProcess(env);
-    await allServe(probe.key, 20_000, 'the database was unreachable for 10 s');
+      // The database unreachable for 10 s (the proxy refuses connections). Credit is held in Redis, so known
+      // keys are still served; an instance killed then dies with answered requests only journaled on their
+      // holds, and a survivor must charge them.
+      await proxy.cut();
+      await sleep(5_000);
+      const doomed = gateways[2]!;
+      gateways[2] = undefined;
+      const answeredInOutage = await Promise.all(
+        Array.from({ length: 8 }, () => chat(doomed.url, steady.key)),
+      );
+      outcomes.push(...answeredInOutage);
+      doomed.child.kill('SIGKILL');
+      await doomed.exited;
+      await sleep(5_000);
+      await proxy.restore();
+      gateways[2] = await startGatewayProcess(env);
+      await allServe(probe.key, 20_000, 'the database was unreachable for 10 s');
 
-    // SIGTERM under load: it drains and settles; a new one takes its place.
-    const stopping = gateways[1]!;
-    gateways[1] = undefined;
-    stopping.child.kill('SIGTERM');
-    assert.equal(await stopping.exited, 0, stopping.output());
-    gateways[1] = await startGatewayProcess(env);
-    await allServe(probe.key, 15_000, 'SIGTERM');
+      // SIGTERM under load: it drains and settles; a new one takes its place.
+      const stopping = gateways[1]!;
+      gateways[1] = undefined;
+      const drainStarted = Date.now();
+      stopping.child.kill('SIGTERM');
+      const code = await stopping.exited;
+      assert.equal(code, 0, `exit ${code} after ${Date.now() - drainStarted} ms:\n${stopping.output()}`);
+      gateways[1] = await startGatewayProcess(env);
+      await allServe(probe.key, 15_000, 'SIGTERM');
 
-    // kill -9 under load, right after answers: what it answered is charged by a survivor.
-    const killed = gateways[2];
-    gateways[2] = undefined;
-    const lastAnswers = await Promise.all(Array.from({ length: 8 }, () => chat(killed.url, tight.key)));
-    outcomes.push(...lastAnswers);
-    killed.child.kill('SIGKILL');
-    await killed.exited;
-    gateways[2] = await startGatewayProcess(env);
-    await allServe(probe.key, 15_000, 'kill -9');
-
-    running = false;
-    await Promise.all(workers);
+      // kill -9 under load, right after answers: what it answered is charged by a survivor.
+      const killed = gateways[2];
+      gateways[2] = undefined;
+      const lastAnswers = await Promise.all(Array.from({ length: 8 }, () => chat(killed.url, tight.key)));
+      outcomes.push(...lastAnswers);
+      killed.child.kill('SIGKILL');
+      await killed.exited;
+      gateways[2] = await startGatewayProcess(env);
+      await allServe(probe.key, 15_000, 'kill -9');
+    } finally {
+      await stopLoad();
+    }
     const elapsedMs = Date.now() - started;
 
     // The killed instance's lease (30 s) runs out and a survivor releases its holds, charging finished ones.

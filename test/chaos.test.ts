@@ -181,6 +181,7 @@ describe('chaos: three instances under load through backing faults', { skip: ski
         worker(limited.key, (o) => void (o.status === 200 && limitedOk.push(Date.now()))),
       ),
     ];
+    let answeredInOutage: Outcome[] = [];
     const stopLoad = async (): Promise<void> => {
       running = false;
       await Promise.all(workers);
@@ -206,9 +207,7 @@ describe('chaos: three instances under load through backing faults', { skip: ski
       await sleep(5_000);
       const doomed = gateways[2]!;
       gateways[2] = undefined;
-      const answeredInOutage = await Promise.all(
-        Array.from({ length: 8 }, () => chat(doomed.url, steady.key)),
-      );
+      answeredInOutage = await Promise.all(Array.from({ length: 8 }, () => chat(doomed.url, steady.key)));
       outcomes.push(...answeredInOutage);
       doomed.child.kill('SIGKILL');
       await doomed.exited;

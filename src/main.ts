@@ -40,6 +40,8 @@ async function main(): Promise<void> {
     store,
     logger,
     ...(redis ? { limiter: redis.limiter, bus: redis.bus } : {}),
+    // Many instances on PostgreSQL: credit is held in Redis, no database transaction per request.
+    ...(redis && !store.db.capabilities.singleProcess ? { holds: redis.holds(store.ledger) } : {}),
   });
   const adminSecret = await services.accounts.ensureAdminKey();
   const app = createApp(services);

@@ -79,6 +79,8 @@ export interface ServicesOptions {
   mailer?: Mailer;
   bus?: Bus;
   limiter?: Limiter;
+  /** Where credit is held (holds in Redis for many instances); by default, by the store (createHoldBook). */
+  holds?: HoldBook;
   /** Where settlements the database would not take at shutdown are kept for the next start. */
   spoolPath?: string;
   /** Webhook delivery: the receiver's time limit and the retry delays (tests shorten both). */
@@ -137,18 +139,20 @@ export function createServices(options: ServicesOptions): Services {
         'the database is unreachable: requests that need it answer 503 until it returns',
       );
   };
-  const holds = createHoldBook(store);
+  const holds = options.holds ?? createHoldBook(store);
   const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger, limiter, holds });
   const instanceId = newId('inst');
   const settlements = new SettlementQueue(store.ledger, logger, {
     spoolPath: options.spoolPath ?? defaultSpoolPath(config.databaseUrl),
     holdRows: holds.rowsInStore,
   });
-  settlements.onSettled = (batch) =>
+  settlements.onSettled = (batch, charged) => {
     holds.settled(
       batch.map((settlement) => settlement.requestId),
       clock(),
     );
+    holds.committed?.(batch, charged);
+  };
   // A shared limiter that lost a day's count takes it from the ledger (this process's waiting settlements
   // committed first, so none is in neither), and its failures are counted.
   limiter.useDailySource?.(async (subject, now) => {
@@ -234,6 +238,7 @@ export function createServices(options: ServicesOptions): Services {
         store.ledger.useInstance(instanceId);
         await store.ledger.renewInstanceLease(instanceId, clock(), clock() + INSTANCE_LEASE_MS);
       }
+      await holds.start?.((settlement) => settlements.add(settlement));
       scheduler.start([
         createRetentionJob(store, clock, config.retentionDays, logger),
         createHoldRecoveryJob(store, clock, logger),
@@ -246,6 +251,7 @@ export function createServices(options: ServicesOptions): Services {
       await scheduler.stop();
       await dispatcher.stop();
       await settlements.close();
+      await holds.close?.();
       if (holds.rowsInStore)
         await store.ledger
           .endInstanceLease(instanceId)

@@ -1,5 +1,6 @@
 import { KEY_ROOM_QUERY, type KeyRoomRow, toKeyRoom } from '../store/key-spend.ts';
-import type { KeyBudget } from '../store/records.ts';
+import type { SettledAccounts } from '../store/ledger-repo.ts';
+import type { KeyBudget, Settlement } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 
 /**
@@ -27,6 +28,14 @@ export interface HoldBook {
   heldMicros(accountId: string): number;
   /** What this book holds for the key beyond the database's hold rows (per-key controls). */
   keyHeldMicros?(keyId: string): number;
+  /** A batch committed, with what it charged per account (holds in Redis apply it to their balances). */
+  committed?(batch: readonly Settlement[], charged: SettledAccounts): void;
+  /** Journals a finished request where a surviving instance finds it; resolves before the answer ends. */
+  finished?(settlement: Settlement): Promise<void>;
+  /** Starts the book's own heartbeat (holds in Redis); finished requests of dead instances go to `charge`. */
+  start?(charge: (settlement: Settlement) => void): Promise<void>;
+  /** A clean stop, after every settlement committed: releases what this instance still holds. */
+  close?(): Promise<void>;
 }
 
 /** The book for the store: durable, row-locked holds on a shared database; in-process holds on SQLite. */

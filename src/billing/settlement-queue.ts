@@ -1,6 +1,6 @@
 import { appendFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { LedgerRepo } from '../store/ledger-repo.ts';
+import type { LedgerRepo, SettledAccounts } from '../store/ledger-repo.ts';
 import { StoreUnavailableError } from '../store/db.ts';
 import type { Settlement } from '../store/records.ts';
 
@@ -41,8 +41,8 @@ export class SettlementQueue {
   readonly #retryMs: number;
   /** Since when batches fail (their settlements wait in memory and are retried), or undefined. */
   #failingSince: number | undefined;
-  /** Called after each committed batch (the hold book releases the batch's holds). */
-  onSettled: ((batch: readonly Settlement[]) => void) | undefined;
+  /** Called after each committed batch (the hold book releases the batch's holds), with what it charged. */
+  onSettled: ((batch: readonly Settlement[], charged: SettledAccounts) => void) | undefined;
 
   constructor(ledger: LedgerRepo, logger: Logger, options: SettlementQueueOptions = {}) {
     this.#ledger = ledger;
@@ -117,8 +117,9 @@ export class SettlementQueue {
     try {
       while (this.#pending.length > 0) {
         const batch = this.#pending.slice(0, MAX_BATCH);
+        let charged: SettledAccounts;
         try {
-          await this.#ledger.settle(batch, { holdRows: this.#holdRows });
+          charged = await this.#ledger.settle(batch, { holdRows: this.#holdRows });
         } catch (error) {
           // One line per failing streak, not per retry: an unreachable database is already logged by the
           // store, anything else here. The settlements wait, in memory and at shutdown in the spool.
@@ -139,7 +140,7 @@ export class SettlementQueue {
           this.#failingSince = undefined;
         }
         this.#pending.splice(0, batch.length);
-        this.onSettled?.(batch);
+        this.onSettled?.(batch, charged);
       }
     } finally {
       this.#running = undefined;

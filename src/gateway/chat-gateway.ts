@@ -12,7 +12,7 @@ import type { Router } from '../routing/router.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
 import type { Balance } from '../store/ledger-repo.ts';
-import type { AccountRecord, ApiKeyRecord, UsageStatus } from '../store/records.ts';
+import type { AccountRecord, ApiKeyRecord, Settlement, UsageStatus } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
 import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
@@ -215,7 +215,7 @@ export class ChatGateway {
         completion_tokens: generated,
         total_tokens: prompt + generated,
       };
-    const cost = this.#finish(admitted, {
+    const { cost, journaled } = this.#finish(admitted, {
       status: 'ok',
       promptTokens: prompt,
       completionTokens: generated,
@@ -224,6 +224,9 @@ export class ChatGateway {
       provider: attempted.provider,
       ttftMs: null,
     });
+    // Journaled where a surviving instance finds it before the answer leaves (holds in Redis), so an answer
+    // sent is charged even if this instance dies before its settlement commits.
+    await journaled;
     const overheadMs = performance.now() - admitted.ctx.arrivedAt - upstreamMs;
     this.#o.metrics.overhead.observe(overheadMs / 1000);
     return { completion, headers: { ...admitted.headers, ...answerHeaders(overheadMs, cost) } };
@@ -288,8 +291,7 @@ export class ChatGateway {
         completion_tokens: generated,
         total_tokens: prompt + generated,
       });
-    sink.end();
-    this.#finish(admitted, {
+    const { journaled } = this.#finish(admitted, {
       status,
       promptTokens: prompt,
       completionTokens: generated,
@@ -298,6 +300,9 @@ export class ChatGateway {
       provider: opened.provider,
       ttftMs: firstAt - ctx.arrivedAt,
     });
+    // The last byte waits for the journal (holds in Redis): an answer sent is charged even if we die now.
+    await journaled;
+    sink.end();
   }
 
   async #relay(
@@ -332,14 +337,19 @@ export class ChatGateway {
 
   /**
    * Meters and queues the settlement (which releases the hold); reconciles limits, or gives the request's
-   * rate-limit slot back (`giveBack`: refused for our own outage). Returns the cost.
+   * rate-limit slot back (`giveBack`: refused for our own outage). Returns the cost, and when the hold book
+   * has journaled the finished request (holds in Redis; at once otherwise).
    */
-  #finish(admitted: Admitted, outcome: Outcome, giveBack = false): number {
+  #finish(
+    admitted: Admitted,
+    outcome: Outcome,
+    giveBack = false,
+  ): { cost: number; journaled: Promise<void> | undefined } {
     const { ctx, request, model, reservedTokens } = admitted;
-    const { clock, settlements, limiter, metrics, logger } = this.#o;
+    const { clock, settlements, limiter, metrics, logger, holds } = this.#o;
     const now = clock();
     const cost = costMicros(model, outcome.promptTokens, outcome.completionTokens);
-    settlements.add({
+    const settlement: Settlement = {
       requestId: ctx.requestId,
       accountId: ctx.account.id,
       keyId: ctx.key.id,
@@ -353,7 +363,9 @@ export class ChatGateway {
       latencyMs: performance.now() - ctx.arrivedAt,
       ttftMs: outcome.ttftMs,
       createdAt: now,
-    });
+    };
+    settlements.add(settlement);
+    const journaled = holds.finished?.(settlement);
     (giveBack
       ? limiter.release(ctx.key.id, ctx.requestId, reservedTokens, now)
       : limiter.reconcile(
@@ -373,7 +385,7 @@ export class ChatGateway {
       outcome.promptTokens,
       outcome.completionTokens,
     );
-    return cost;
+    return { cost, journaled };
   }
 
   #refuse(error: GatewayError): GatewayError {

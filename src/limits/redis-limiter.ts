@@ -20,7 +20,8 @@ export type RedisClient = Redis | Cluster;
 /** The tokens the ledger has recorded for a subject on the UTC day of `now` (what seeds a lost day count). */
 export type DailySource = (subject: string, now: number) => Promise<number>;
 
-class Script {
+/** A Lua script run by its SHA1, loaded again when Redis lost it. */
+export class RedisScript {
   readonly #source: string;
   readonly #sha: string;
   constructor(source: string) {
@@ -38,9 +39,9 @@ class Script {
   }
 }
 
-const admitScript = new Script(ADMIT_SCRIPT);
-const reconcileScript = new Script(RECONCILE_SCRIPT);
-const releaseScript = new Script(RELEASE_SCRIPT);
+const admitScript = new RedisScript(ADMIT_SCRIPT);
+const reconcileScript = new RedisScript(RECONCILE_SCRIPT);
+const releaseScript = new RedisScript(RELEASE_SCRIPT);
 
 const limit = (value: number | null): number => (value === null ? -1 : value);
 const since = (time: number): number | undefined => (time < 0 ? undefined : time);

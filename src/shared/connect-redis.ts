@@ -1,8 +1,10 @@
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { RedisHoldBook } from '../billing/redis-hold-book.ts';
+import type { LedgerRepo } from '../store/ledger-repo.ts';
 import type { LimiterFailurePolicy } from '../config/config.ts';
 import type { Limiter } from '../limits/limiter.ts';
-import { RedisLimiter } from '../limits/redis-limiter.ts';
+import { type RedisClient, RedisLimiter } from '../limits/redis-limiter.ts';
 import { ResilientLimiter } from '../limits/resilient-limiter.ts';
 import type { Bus } from './bus.ts';
 import { createRedisBus } from './redis-bus.ts';
@@ -12,6 +14,42 @@ export interface RedisBackends {
   bus: Bus;
   /** Resolves once connected, or after `timeoutMs` (admission falls back meanwhile). */
   ready(timeoutMs: number): Promise<boolean>;
+  /** Credit holds in this Redis over the ledger (many instances on PostgreSQL: no transaction per request). */
+  holds(ledger: LedgerRepo): RedisHoldBook;
+}
+
+/** The client settings Tollgate uses (fail fast while Redis is away, reconnect on its own). */
+export interface ClientOptions {
+  enableOfflineQueue?: boolean;
+  maxRetriesPerRequest: number | null;
+  commandTimeout?: number;
+  retryStrategy: (times: number) => number;
+}
+
+/**
+ * A client for `redis://…` / `rediss://…` (one server, or the primary Sentinel names), or for
+ * `redis-cluster://host:port,host:port/` (a Redis Cluster: the listed nodes are seeds, the rest is discovered).
+ */
+export function createRedisClient(url: string, options: ClientOptions): RedisClient {
+  const cluster = /^rediss?-cluster:\/\/([^/?#]*)/.exec(url);
+  if (!cluster) return new Redis(url, options);
+  const tls = url.startsWith('rediss-cluster:');
+  const nodes = cluster[1]!.split(',').map((node) => {
+    const at = node.lastIndexOf('@');
+    const [host, port] = node.slice(at + 1).split(':');
+    return { host: host || '127.0.0.1', port: Number(port || 6379) };
+  });
+  const credentials = /^[^:]+:\/\/([^@/,]*)@/.exec(url)?.[1];
+  const [username, password] = credentials ? credentials.split(':').map(decodeURIComponent) : [];
+  return new Cluster(nodes, {
+    enableOfflineQueue: options.enableOfflineQueue ?? true,
+    clusterRetryStrategy: options.retryStrategy,
+    redisOptions: {
+      ...options,
+      ...(password !== undefined ? { password, ...(username ? { username } : {}) } : {}),
+      ...(tls ? { tls: {} } : {}),
+    },
+  });
 }
 
 /**
@@ -36,13 +74,13 @@ export function connectRedis(
     );
   };
   const retryStrategy = (times: number): number => Math.min(100 * times, 2_000);
-  const client = new Redis(url, {
+  const client = createRedisClient(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     commandTimeout: 1_000,
     retryStrategy,
   });
-  const subscriber = new Redis(url, { maxRetriesPerRequest: null, retryStrategy });
+  const subscriber = createRedisClient(url, { maxRetriesPerRequest: null, retryStrategy });
   client.on('error', lost);
   subscriber.on('error', lost);
   client.on('ready', () => {
@@ -60,6 +98,7 @@ export function connectRedis(
   return {
     limiter: new ResilientLimiter(new RedisLimiter(client, keyPrefix), policy, logger),
     bus,
+    holds: (ledger) => new RedisHoldBook({ redis: client, ledger, logger, prefix: keyPrefix }),
     async ready(timeoutMs) {
       if (client.status === 'ready') return true;
       return new Promise<boolean>((resolve) => {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../limits/redis-limiter.ts';
 import type { Logger } from 'pino';
 import type { Bus, InvalidationMessage } from './bus.ts';
 
@@ -7,8 +7,8 @@ import type { Bus, InvalidationMessage } from './bus.ts';
  * the network round trip. Subscribing needs a connection of its own.
  */
 export function createRedisBus(
-  publisher: Redis,
-  subscriber: Redis,
+  publisher: RedisClient,
+  subscriber: RedisClient,
   logger: Logger,
   channel = 'tollgate:invalidate',
 ): Bus {

@@ -55,6 +55,22 @@ const BALANCE_QUERY = `SELECT (SELECT CAST(SUM(remaining_micros) AS BIGINT) FROM
        held_micros AS held, debt_micros AS debt, credit_limit_micros AS credit_limit
 FROM accounts WHERE id = $1`;
 
+/** BALANCE_QUERY with the account's ledger version and a key's spend; parameters: account id, now, key, day. */
+const VERSIONED_BALANCE_QUERY = BALANCE_QUERY.replace(
+  'credit_limit_micros AS credit_limit',
+  `credit_limit_micros AS credit_limit, ledger_version AS version,
+       (SELECT CAST(SUM(cost_micros) AS BIGINT) FROM usage_daily WHERE key_id = $3 AND day >= $4) AS key_spent`,
+);
+
+export interface VersionedBalance {
+  version: number;
+  /** Credit − held rows − debt + credit limit. */
+  availableMicros: number;
+  /** When the first counted grant expires (the balance is stale from then). */
+  until: number;
+  keySpentMicros: number;
+}
+
 /** The balance of a BALANCE_QUERY row (all zero for an unknown account). */
 export function toBalance(row: BalanceRow | undefined): Balance {
   const creditMicros = Number(row?.credit ?? 0);
@@ -161,27 +177,50 @@ export class LedgerRepo {
   }
 
   /**
-   * Applies finished requests in one transaction: releases each hold, charges the actual cost against the
-   * grants that expire first, records usage and the daily rollup. A request id already settled changes nothing.
-   * Work is aggregated per batch: one usage record per request, but one charge per account and one rollup
-   * update per (day, account, key, model).
+   * Applies finished requests in one transaction: releases each hold row (unless `holdRows` is false: holds
+   * live in process memory or in Redis), charges the actual cost against the grants that expire first,
+   * records usage and the daily rollup. A request id already settled changes nothing. Work is aggregated per
+   * batch: one usage record per request, but one charge per account and one rollup update per (day, account,
+   * key, model). Returns, per account charged, its new ledger version and what was charged (Redis holds
+   * apply it to the balance they know).
    */
-  /**
-   * Records, charges and rolls up a batch of finished requests in one transaction, releasing their hold
-   * rows unless `holdRows` is false (the embedded store keeps holds in process memory, not in the table).
-   */
-  async settle(settlements: readonly Settlement[], options: { holdRows?: boolean } = {}): Promise<void> {
-    if (settlements.length === 0) return;
+  async settle(
+    settlements: readonly Settlement[],
+    options: { holdRows?: boolean } = {},
+  ): Promise<SettledAccounts> {
+    if (settlements.length === 0) return new Map();
     // One lock order (by account) for every batch, so concurrent batches on PostgreSQL cannot deadlock.
     const ordered = [...settlements].sort((a, b) =>
       a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0,
     );
     const holdRows = options.holdRows ?? true;
-    await this.#db.transaction(async (tx) =>
+    return this.#db.transaction(async (tx) =>
       tx.capabilities.setBasedSettlement
         ? settleBatch(tx, ordered, holdRows)
         : settleRowByRow(tx, ordered, holdRows),
     );
+  }
+
+  /**
+   * The account's spendable balance with its ledger version, and the key's charged spend since `fromDay`, in
+   * one statement (one snapshot): what Redis holds are seeded from. Undefined for an unknown account.
+   */
+  async versionedBalance(
+    accountId: string,
+    now: number,
+    key?: { keyId: string; fromDay: string },
+  ): Promise<VersionedBalance | undefined> {
+    const row = await this.#db.get<BalanceRow & { version: number | string; key_spent: number | null }>(
+      VERSIONED_BALANCE_QUERY,
+      [accountId, now, key?.keyId ?? '', key?.fromDay ?? ''],
+    );
+    if (!row) return undefined;
+    return {
+      version: Number(row.version),
+      availableMicros: toBalance(row).availableMicros,
+      until: row.next_expiry === null ? Number.MAX_SAFE_INTEGER : Number(row.next_expiry),
+      keySpentMicros: Number(row.key_spent ?? 0),
+    };
   }
 
   /**
@@ -284,7 +323,11 @@ const ROWS_PER_STATEMENT = 1_000;
  * the grants drawn, debts, activity and the daily rollup. Per-request round trips were what made
  * settlement slow on a networked database.
  */
-async function settleBatch(tx: Db, settlements: readonly Settlement[], holdRows: boolean): Promise<void> {
+async function settleBatch(
+  tx: Db,
+  settlements: readonly Settlement[],
+  holdRows: boolean,
+): Promise<SettledAccounts> {
   // The records go first: a request id settled before (a retried batch, a replay) stops here, charging nothing.
   const inserted = new Set<string>();
   for (let i = 0; i < settlements.length; i += ROWS_PER_STATEMENT) {
@@ -297,7 +340,7 @@ async function settleBatch(tx: Db, settlements: readonly Settlement[], holdRows:
   }
   // A request id twice in one batch is recorded (and charged) once: its first settlement.
   const fresh = settlements.filter((s) => inserted.delete(s.requestId));
-  if (fresh.length === 0) return;
+  if (fresh.length === 0) return new Map();
   const accountIds = [...new Set(fresh.map((s) => s.accountId))].sort();
   await tx.all(
     `SELECT id FROM accounts WHERE id IN (${accountIds.map((_, i) => `$${i + 1}`).join(', ')}) ORDER BY id ${tx.forUpdate}`,
@@ -338,11 +381,11 @@ async function settleBatch(tx: Db, settlements: readonly Settlement[], holdRows:
       .reduce((latest, s) => Math.max(latest, s.createdAt), 0);
     return [id, released.get(id) ?? 0, active] as const;
   });
-  await tx.run(
-    `UPDATE accounts SET held_micros = held_micros - v.column2,
+  const versions = await tx.all<{ id: string; ledger_version: number | string }>(
+    `UPDATE accounts SET held_micros = held_micros - v.column2, ledger_version = ledger_version + 1,
        last_active_at = CASE WHEN v.column3 > 0 AND (last_active_at IS NULL OR last_active_at < v.column3) THEN v.column3 ELSE last_active_at END
      FROM (VALUES ${valuesList(accountRows.length, 3, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
-     WHERE accounts.id = v.column1`,
+     WHERE accounts.id = v.column1 RETURNING accounts.id, accounts.ledger_version`,
     accountRows.flat(),
   );
 
@@ -400,10 +443,19 @@ async function settleBatch(tx: Db, settlements: readonly Settlement[], holdRows:
       chunk.flat(),
     );
   }
+  return settledAccounts(
+    fresh,
+    uncollected,
+    versions.map((row) => [row.id, Number(row.ledger_version)]),
+  );
 }
 
 /** The in-process engine's path: a statement costs microseconds there, and one per row is fastest. */
-async function settleRowByRow(tx: Db, settlements: readonly Settlement[], holdRows: boolean): Promise<void> {
+async function settleRowByRow(
+  tx: Db,
+  settlements: readonly Settlement[],
+  holdRows: boolean,
+): Promise<SettledAccounts> {
   // The records go first: a request id settled before (a retried batch, a replay) stops here, charging nothing.
   const fresh: Settlement[] = [];
   for (const s of settlements) {
@@ -416,6 +468,7 @@ async function settleRowByRow(tx: Db, settlements: readonly Settlement[], holdRo
   if (holdRows) for (const s of fresh) await releaseHold(tx, s.requestId);
 
   const uncollected = new Map<string, number>();
+  const versions: [string, number][] = [];
   for (const [accountId, group] of groupBy(fresh, (s) => s.accountId)) {
     const total = group.reduce((sum, s) => sum + s.costMicros, 0);
     const last = group.reduce((latest, s) => Math.max(latest, s.createdAt), 0);
@@ -435,12 +488,13 @@ async function settleRowByRow(tx: Db, settlements: readonly Settlement[], holdRo
     const active = group
       .filter((s) => s.status === 'ok')
       .reduce((latest, s) => Math.max(latest, s.createdAt), 0);
-    if (active > 0) {
-      await tx.run(
-        'UPDATE accounts SET last_active_at = $2 WHERE id = $1 AND (last_active_at IS NULL OR last_active_at < $2)',
-        [accountId, active],
-      );
-    }
+    const row = await tx.get<{ ledger_version: number | string }>(
+      `UPDATE accounts SET ledger_version = ledger_version + 1,
+         last_active_at = CASE WHEN $2 > 0 AND (last_active_at IS NULL OR last_active_at < $2) THEN $2 ELSE last_active_at END
+       WHERE id = $1 RETURNING ledger_version`,
+      [accountId, active],
+    );
+    if (row) versions.push([accountId, Number(row.ledger_version)]);
   }
 
   for (const group of groupBy(
@@ -468,6 +522,32 @@ async function settleRowByRow(tx: Db, settlements: readonly Settlement[], holdRo
       ],
     );
   }
+  return settledAccounts(fresh, uncollected, versions);
+}
+
+/** Per account charged by a settlement: its new ledger version, the µUSD charged, and per key and day. */
+export type SettledAccounts = Map<
+  string,
+  { version: number; chargedMicros: number; keys: { keyId: string; day: string; micros: number }[] }
+>;
+
+/** What each account of the fresh settlements was charged (cost less what was written off), with versions. */
+function settledAccounts(
+  fresh: readonly Settlement[],
+  uncollected: ReadonlyMap<string, number>,
+  versions: readonly (readonly [string, number])[],
+): SettledAccounts {
+  const out: SettledAccounts = new Map();
+  for (const [accountId, version] of versions) out.set(accountId, { version, chargedMicros: 0, keys: [] });
+  for (const [, group] of groupBy(fresh, (s) => `${s.accountId}\u0000${s.keyId}\u0000${utcDay(s.createdAt)}`)) {
+    const first = group[0]!;
+    const account = out.get(first.accountId);
+    if (!account) continue;
+    const micros = group.reduce((sum, s) => sum + s.costMicros - (uncollected.get(s.requestId) ?? 0), 0);
+    account.chargedMicros += micros;
+    account.keys.push({ keyId: first.keyId, day: utcDay(first.createdAt), micros });
+  }
+  return out;
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {

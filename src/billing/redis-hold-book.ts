@@ -1,0 +1,391 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { RedisScript, type RedisClient } from '../limits/redis-limiter.ts';
+import { GatewayError } from '../shared/gateway-error.ts';
+import type { LedgerRepo, SettledAccounts } from '../store/ledger-repo.ts';
+import type { KeyBudget, Settlement } from '../store/records.ts';
+import type { HoldBook } from './hold-book.ts';
+import {
+  FINISH_SCRIPT,
+  HOLD_SCRIPT,
+  REASSERT_SCRIPT,
+  RELEASE_INSTANCE_SCRIPT,
+  SEED_SCRIPT,
+  SETTLE_SCRIPT,
+} from './redis-hold-scripts.ts';
+
+const holdScript = new RedisScript(HOLD_SCRIPT);
+const seedScript = new RedisScript(SEED_SCRIPT);
+const settleScript = new RedisScript(SETTLE_SCRIPT);
+const releaseInstanceScript = new RedisScript(RELEASE_INSTANCE_SCRIPT);
+const finishScript = new RedisScript(FINISH_SCRIPT);
+const reassertScript = new RedisScript(REASSERT_SCRIPT);
+
+/** How long an instance's Redis lease lasts without a heartbeat, and how often it beats. */
+export const REDIS_LEASE_MS = 30_000;
+export const REDIS_HEARTBEAT_MS = 1_000;
+/**
+ * After Redis is found empty (a new generation), no hold is taken for this long, so every live instance has
+ * put back its running requests' holds first (each checks the generation on every heartbeat).
+ */
+export const REASSERT_FENCE_MS = 3 * REDIS_HEARTBEAT_MS;
+/** A refused hold reads the ledger again (a top-up may have landed) at most this often per account. */
+const SHORT_REREAD_MS = 1_000;
+
+interface MyHold {
+  accountId: string;
+  amountMicros: number;
+  keyId: string;
+  entry: string;
+}
+
+interface PendingSettle {
+  accountId: string;
+  requestIds: string[];
+  charged: SettledAccounts extends Map<string, infer V> ? V | undefined : never;
+}
+
+export interface RedisHoldBookOptions {
+  redis: RedisClient;
+  ledger: LedgerRepo;
+  logger: Logger;
+  prefix?: string;
+  /** Finished requests of dead instances, found on their journaled holds, are charged through this. */
+  charge?: (settlement: Settlement) => void;
+}
+
+/**
+ * Holds in Redis, for many instances on one PostgreSQL: one Lua script per hold checks the account's
+ * spendable balance (read from the ledger with its version, kept current by each committed settlement), its
+ * live holds and the key's spending limit, and reserves; no database transaction per request. Each hold
+ * belongs to this instance's Redis lease; a survivor releases a dead instance's holds (charging those whose
+ * answer was sent, journaled by `finished`). Design and failure cases: docs/decisions.md, "Holds in Redis".
+ */
+export class RedisHoldBook implements HoldBook {
+  readonly rowsInStore = false;
+  readonly instanceId: string;
+  readonly #redis: RedisClient;
+  readonly #ledger: LedgerRepo;
+  readonly #logger: Logger;
+  readonly #prefix: string;
+  #charge: ((settlement: Settlement) => void) | undefined;
+  /** This instance's live holds: put back if Redis loses them, released at a clean stop. */
+  readonly #mine = new Map<string, MyHold>();
+  /** Accounts already in this instance's account index in Redis. */
+  readonly #indexed = new Set<string>();
+  /** Per key: what its holds reserved at the last refusal (the 402 message says it). */
+  readonly #keyHeld = new Map<string, number>();
+  readonly #shortReadAt = new Map<string, number>();
+  /** Reads of the ledger under way, per account and key: concurrent requests of one account read it once. */
+  readonly #seeding = new Map<string, Promise<boolean>>();
+  /** Settlements committed to the ledger whose Redis update failed: tried again on each heartbeat. */
+  #unapplied: PendingSettle[] = [];
+  #generation: string | undefined;
+  #fenceUntil = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #beating: Promise<void> | undefined;
+
+  constructor(options: RedisHoldBookOptions) {
+    this.#redis = options.redis;
+    this.#ledger = options.ledger;
+    this.#logger = options.logger;
+    this.#prefix = options.prefix ?? 'tg';
+    this.#charge = options.charge;
+    this.instanceId = `inst_${randomUUID()}`;
+  }
+
+  #keys(accountId: string): string[] {
+    const base = `${this.#prefix}:hold:{${accountId}}`;
+    return [`${base}:bal`, `${base}:holds`, `${base}:kspent`, `${base}:kheld`];
+  }
+  get #instances(): string {
+    return `${this.#prefix}:hold:instances`;
+  }
+  #accountsOf(instanceId: string): string {
+    return `${this.#prefix}:hold:inst:{${instanceId}}:accounts`;
+  }
+
+  async hold(
+    requestId: string,
+    accountId: string,
+    amountMicros: number,
+    now: number,
+    expiresAt: number,
+    key?: KeyBudget,
+  ): Promise<boolean> {
+    try {
+      return await this.#hold(requestId, accountId, amountMicros, now, expiresAt, key);
+    } catch (error) {
+      if (error instanceof GatewayError || !isRedisFailure(error)) throw error;
+      throw new GatewayError(
+        'service_unavailable',
+        'credit cannot be reserved right now (the hold store is unreachable); retry shortly',
+        { cause: error, retryAfterMs: 1_000 },
+      );
+    }
+  }
+
+  async #hold(
+    requestId: string,
+    accountId: string,
+    amountMicros: number,
+    now: number,
+    expiresAt: number,
+    key: KeyBudget | undefined,
+  ): Promise<boolean> {
+    if (!this.#indexed.has(accountId)) {
+      await this.#redis.sadd(this.#accountsOf(this.instanceId), accountId);
+      this.#indexed.add(accountId);
+    }
+    const keyId = key?.keyId ?? '';
+    const entry = JSON.stringify({ a: amountMicros, i: this.instanceId, k: keyId, e: expiresAt });
+    let reread = false;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      // Redis was found empty (here or by a heartbeat): every instance puts its holds back before any is taken.
+      const wait = this.#fenceUntil - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      const [code, keyHeld] = (await holdScript.run(this.#redis, this.#keys(accountId), [
+        requestId,
+        amountMicros,
+        entry,
+        keyId,
+        key?.limitMicros ?? -1,
+        key?.fromDay ?? '',
+        now,
+      ])) as [number, number];
+      if (code === 1) {
+        this.#mine.set(requestId, { accountId, amountMicros, keyId, entry });
+        return true;
+      }
+      if (code === -2) {
+        this.#keyHeld.set(keyId, keyHeld);
+        return false;
+      }
+      if (code === 0) {
+        // Short: a top-up may not be in Redis yet. Read the ledger again, at most once a second per account.
+        const last = this.#shortReadAt.get(accountId) ?? 0;
+        if (reread || Date.now() - last < SHORT_REREAD_MS) return false;
+        this.#shortReadAt.set(accountId, Date.now());
+        if (this.#shortReadAt.size > 50_000) this.#shortReadAt.clear();
+      }
+      reread = true;
+      const seedKey = `${accountId}\u0000${key?.limitMicros === null ? '' : (key?.keyId ?? '')}`;
+      let seeding = this.#seeding.get(seedKey);
+      if (!seeding) {
+        seeding = this.#seed(accountId, now, key).finally(() => this.#seeding.delete(seedKey));
+        this.#seeding.set(seedKey, seeding);
+      }
+      const known = await seeding;
+      if (!known) return false;
+    }
+    return false;
+  }
+
+  /** Reads the account's balance (and the key's spend) from the ledger into Redis; false for no such account. */
+  async #seed(accountId: string, now: number, key: KeyBudget | undefined): Promise<boolean> {
+    await this.#checkGeneration();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const read = await this.#ledger.versionedBalance(
+        accountId,
+        now,
+        key && key.limitMicros !== null ? key : undefined,
+      );
+      if (!read) return false;
+      const written = await seedScript.run(
+        this.#redis,
+        this.#keys(accountId).filter((_, i) => i % 2 === 0),
+        [
+          read.version,
+          read.availableMicros,
+          read.until,
+          key && key.limitMicros !== null ? key.keyId : '',
+          key?.fromDay ?? '',
+          read.keySpentMicros,
+        ],
+      );
+      if (written === 1) return true;
+      // Redis already has a newer version than this read: a settlement committed meanwhile.
+    }
+    return true;
+  }
+
+  /** Journals a finished request on its hold, before its answer's last byte: a survivor charges it. */
+  async finished(settlement: Settlement): Promise<void> {
+    if (!this.#mine.has(settlement.requestId)) return;
+    await finishScript
+      .run(
+        this.#redis,
+        [this.#keys(settlement.accountId)[1]!],
+        [settlement.requestId, JSON.stringify(settlement)],
+      )
+      .catch((error: unknown) =>
+        this.#logger.debug({ err: error }, 'could not journal a finished request on its hold'),
+      );
+  }
+
+  settled(): void {
+    // Holds are released by `committed`, which knows what each account was charged.
+  }
+
+  /** A batch committed to the ledger: release its holds and apply its charges to the balances Redis knows. */
+  committed(batch: readonly Settlement[], charged: SettledAccounts): void {
+    const byAccount = new Map<string, string[]>();
+    for (const settlement of batch) {
+      this.#mine.delete(settlement.requestId);
+      const ids = byAccount.get(settlement.accountId);
+      if (ids) ids.push(settlement.requestId);
+      else byAccount.set(settlement.accountId, [settlement.requestId]);
+    }
+    for (const [accountId, requestIds] of byAccount)
+      void this.#applySettle({ accountId, requestIds, charged: charged.get(accountId) });
+  }
+
+  async #applySettle(pending: PendingSettle): Promise<void> {
+    const { charged } = pending;
+    try {
+      await settleScript.run(this.#redis, this.#keys(pending.accountId), [
+        charged?.version ?? -1,
+        charged?.chargedMicros ?? 0,
+        charged?.keys.length ?? 0,
+        ...(charged?.keys.flatMap((k) => [k.keyId, k.day, k.micros]) ?? []),
+        ...pending.requestIds,
+      ]);
+    } catch (error) {
+      // The ledger has the charge; Redis still holds the requests' credit (which covers it) until this is
+      // applied on a later heartbeat.
+      this.#logger.debug({ err: error }, 'settled holds not released in Redis yet; retrying');
+      this.#unapplied.push(pending);
+    }
+  }
+
+  heldMicros(): number {
+    return 0;
+  }
+
+  keyHeldMicros(keyId: string): number {
+    return this.#keyHeld.get(keyId) ?? 0;
+  }
+
+  /** Starts the heartbeat: the lease, the generation check, retries, and releasing dead instances' holds. */
+  async start(charge?: (settlement: Settlement) => void): Promise<void> {
+    this.#charge ??= charge;
+    await this.#beat().catch((error: unknown) =>
+      this.#logger.warn({ err: error }, 'the hold store is not reachable yet'),
+    );
+    this.#timer = setInterval(() => {
+      this.#beating ??= this.#beat()
+        .catch((error: unknown) => this.#logger.debug({ err: error }, 'hold heartbeat failed'))
+        .finally(() => (this.#beating = undefined));
+    }, REDIS_HEARTBEAT_MS);
+    this.#timer.unref();
+  }
+
+  async #beat(): Promise<void> {
+    await this.#redis.zadd(this.#instances, Date.now() + REDIS_LEASE_MS, this.instanceId);
+    await this.#checkGeneration();
+    const unapplied = this.#unapplied;
+    this.#unapplied = [];
+    for (const pending of unapplied) await this.#applySettle(pending);
+    await this.releaseDeadInstances(Date.now());
+  }
+
+  /**
+   * Redis restarted empty (or failed over to a replica without the holds): the generation key is gone or new.
+   * Every live instance puts its running requests' holds back, and no hold is taken before the fence passes.
+   */
+  async #checkGeneration(): Promise<void> {
+    const key = `${this.#prefix}:hold:generation`;
+    const fence = `${this.#prefix}:hold:fence`;
+    const candidate = randomUUID();
+    const created = await this.#redis.set(key, candidate, 'NX');
+    if (created === 'OK') await this.#redis.set(fence, '1', 'PX', REASSERT_FENCE_MS);
+    const generation = created === 'OK' ? candidate : await this.#redis.get(key);
+    const fenceLeft = await this.#redis.pttl(fence);
+    if (fenceLeft > 0) this.#fenceUntil = Math.max(this.#fenceUntil, Date.now() + fenceLeft);
+    if (generation === this.#generation) return;
+    const first = this.#generation === undefined;
+    this.#generation = generation ?? undefined;
+    this.#indexed.clear();
+    if (first && this.#mine.size === 0) return;
+    this.#logger.warn(
+      { holds: this.#mine.size },
+      'Redis lost the credit holds (restarted empty or failed over): putting back this instance’s',
+    );
+    await this.#redis.zadd(this.#instances, Date.now() + REDIS_LEASE_MS, this.instanceId);
+    for (const [requestId, hold] of this.#mine) {
+      if (!this.#indexed.has(hold.accountId)) {
+        await this.#redis.sadd(this.#accountsOf(this.instanceId), hold.accountId);
+        this.#indexed.add(hold.accountId);
+      }
+      await reassertScript.run(this.#redis, this.#keys(hold.accountId), [
+        requestId,
+        hold.entry,
+        hold.amountMicros,
+        hold.keyId,
+      ]);
+    }
+  }
+
+  /**
+   * Releases the holds of instances whose lease ran out (they died): nothing is charged for requests that
+   * never finished; finished ones (journaled) are charged through this instance. Returns how many instances.
+   */
+  async releaseDeadInstances(now: number): Promise<number> {
+    const dead = await this.#redis.zrangebyscore(this.#instances, '-inf', now, 'LIMIT', 0, 20);
+    for (const instanceId of dead) {
+      if (instanceId === this.instanceId) continue;
+      const finished = await this.#releaseInstance(instanceId, this.#charge ? this.instanceId : '');
+      for (const json of finished) this.#charge?.(JSON.parse(json) as Settlement);
+      await this.#redis.zrem(this.#instances, instanceId);
+      if (finished.length > 0)
+        this.#logger.warn(
+          { instance: instanceId, charged: finished.length },
+          'charged requests a stopped instance answered but did not settle',
+        );
+    }
+    return dead.length;
+  }
+
+  async #releaseInstance(instanceId: string, newOwner: string): Promise<string[]> {
+    const accounts = await this.#redis.smembers(this.#accountsOf(instanceId));
+    const finished: string[] = [];
+    for (const accountId of accounts) {
+      const found = (await releaseInstanceScript.run(this.#redis, this.#keys(accountId), [
+        instanceId,
+        newOwner,
+      ])) as string[];
+      finished.push(...found);
+    }
+    await this.#redis.del(this.#accountsOf(instanceId));
+    return finished;
+  }
+
+  /** A clean stop, after every settlement committed: what this instance still holds is released now. */
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#beating;
+    try {
+      for (const pending of this.#unapplied) await this.#applySettle(pending);
+      await this.#releaseInstance(this.instanceId, '');
+      await this.#redis.zrem(this.#instances, this.instanceId);
+    } catch (error) {
+      this.#logger.warn(
+        { err: error },
+        'could not release this instance’s holds; its lease runs out instead',
+      );
+    }
+  }
+}
+
+/** An error of Redis itself (connection, timeout, reply), as opposed to the ledger's. */
+function isRedisFailure(error: unknown): boolean {
+  const name = (error as Error | undefined)?.name ?? '';
+  const message = (error as Error | undefined)?.message ?? '';
+  return (
+    name === 'ReplyError' ||
+    name === 'MaxRetriesPerRequestError' ||
+    /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|ECONNREFUSED|ECONNRESET|ClusterAllFailedError|Failed to refresh slots/i.test(
+      message,
+    )
+  );
+}

@@ -122,7 +122,11 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean): Stre
     },
     complete(usage) {
       if (includeUsage && !forwardedUsage && first !== undefined) {
-        const { id, created, model: firstModel } = first instanceof RawChunk ? parsedRaw(first, model) : first;
+        const {
+          id,
+          created,
+          model: firstModel,
+        } = first instanceof RawChunk ? parsedRaw(first, model) : first;
         text.write(
           `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: firstModel, choices: [], usage })}\n\n`,
         );

@@ -237,7 +237,8 @@ class EventReader implements Dispatcher.DispatchHandler, PassThroughStream {
     if (this.#over) {
       // After the terminal event only the answer's end is awaited, so that the connection is reused.
       this.#bytesAfterEnd += chunk.length;
-      if (this.#bytesAfterEnd > MAX_BYTES_AFTER_END) controller.abort(new Error('stream went on after its end'));
+      if (this.#bytesAfterEnd > MAX_BYTES_AFTER_END)
+        controller.abort(new Error('stream went on after its end'));
       return;
     }
     try {

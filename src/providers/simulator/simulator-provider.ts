@@ -127,7 +127,10 @@ function plan(call: ProviderCall, options: { chunkIntervalMs: number; firstToken
       }),
       options.firstTokenMs,
     );
-    add(chunk({ tool_calls: [{ index: 0, function: { arguments: fn.arguments } }] }), options.chunkIntervalMs);
+    add(
+      chunk({ tool_calls: [{ index: 0, function: { arguments: fn.arguments } }] }),
+      options.chunkIntervalMs,
+    );
   } else {
     const logprobs = wantsLogprobs(call.request);
     // JSON has no spaces to split at: it streams in short runs of characters, as a model's tokens arrive.

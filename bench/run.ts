@@ -27,6 +27,8 @@ const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const PEER = !args.has('--no-peer');
 const STREAMS_ONLY = args.has('--streams-only');
+/** Another checkout (with node_modules) whose Tollgate is measured beside this one in the stream cases: before/after. */
+const BASELINE = [...args].find((a) => a.startsWith('--baseline='))?.slice(11);
 const SOAK_SECONDS = Number([...args].find((a) => a.startsWith('--soak='))?.slice(7) ?? 0);
 const ROUNDS = QUICK ? 1 : 3;
 /** Each round measures CPU in this many closed-loop slices per target, alternating between targets. */
@@ -169,6 +171,7 @@ async function main(): Promise<void> {
     /listening (\d+)/,
   );
   const tollgate = await startTollgate(mockPort);
+  const baseline = BASELINE ? await startTollgate(mockPort, [], BASELINE) : undefined;
   const portkey = PEER ? await startPortkey(mockPort) : undefined;
   const direct: Target = {
     name: 'mock (direct)',
@@ -211,7 +214,7 @@ async function main(): Promise<void> {
   try {
     const bareTarget = targets[1]!;
     if (STREAMS_ONLY) {
-      const cases = await streamCpu(bareTarget, tollgate.target);
+      const cases = await streamCpu(bareTarget, tollgate.target, baseline?.target);
       const slow = await slowStreams(tollgate.target, SLOW_STREAMS);
       log(streamSections(cases, slow).join('\n'));
       return;
@@ -261,7 +264,7 @@ async function main(): Promise<void> {
       }
     }
 
-    const cases = await streamCpu(bareTarget, tollgate.target);
+    const cases = await streamCpu(bareTarget, tollgate.target, baseline?.target);
     log(`${CONCURRENT_STREAMS} concurrent streams through Tollgate …`);
     const held = await concurrentStreams(tollgate.target, CONCURRENT_STREAMS);
     rows.get('Tollgate')!.non200 += held.non200;
@@ -275,8 +278,15 @@ async function main(): Promise<void> {
     log(`Tollgate non-200 answers: ${failures}`);
     if (failures > 0) process.exitCode = 1;
   } finally {
-    await Promise.all([mock.stop(), bare.stop(), tollgate.process.stop(), portkey?.process.stop()]);
+    await Promise.all([
+      mock.stop(),
+      bare.stop(),
+      tollgate.process.stop(),
+      portkey?.process.stop(),
+      baseline?.process.stop(),
+    ]);
     rmSync(tollgate.dir, { recursive: true, force: true });
+    if (baseline) rmSync(baseline.dir, { recursive: true, force: true });
   }
 }
 
@@ -290,6 +300,9 @@ interface StreamCase {
   tollgateMicros: number[];
   bareMicros: number[];
   ratios: number[];
+  /** The baseline checkout's Tollgate, when one is measured (--baseline). */
+  beforeMicros: number[];
+  beforeRatios: number[];
   non200: number;
 }
 
@@ -307,50 +320,73 @@ function streamCases(): StreamCase[] {
     for (const concurrency of [1, 50]) {
       const fast = { mock_chunks: chunks, mock_interval_ms: 0 };
       const bareOpenAI = { path: '/v1/chat/completions', body: streamBody('mock-model', fast) };
-      const base = { chunks, concurrency, tollgateMicros: [], bareMicros: [], ratios: [], non200: 0 };
+      const base = { chunks, concurrency, non200: 0 };
+      const fresh = () => ({
+        tollgateMicros: [],
+        bareMicros: [],
+        ratios: [],
+        beforeMicros: [],
+        beforeRatios: [],
+      });
       cases.push(
         {
           ...base,
+          ...fresh(),
           upstream: 'OpenAI-type',
           tollgate: { path: '/v1/chat/completions', body: streamBody('model-b', fast) },
           bare: bareOpenAI,
         },
         {
           ...base,
-          tollgateMicros: [],
-          bareMicros: [],
-          ratios: [],
-          upstream: 'simulator',
-          // One word per chunk: max_tokens words, the last chunk's finish reason, no usage asked for.
-          tollgate: { path: '/v1/chat/completions', body: streamBody('model-s', { max_tokens: chunks }) },
-          bare: bareOpenAI,
-        },
-        {
-          ...base,
-          tollgateMicros: [],
-          bareMicros: [],
-          ratios: [],
+          ...fresh(),
           upstream: 'Anthropic-type (translated)',
           tollgate: { path: '/v1/chat/completions', body: streamBody(`model-a${chunks}`) },
           bare: { path: '/v1/messages', body: streamBody(`mock-c${chunks}-i0`) },
         },
       );
+      // The simulator's answers are 12 to 35 words (one chunk each): it has the 20-chunk cases only.
+      if (chunks === 20)
+        cases.push({
+          ...base,
+          ...fresh(),
+          upstream: 'simulator',
+          tollgate: { path: '/v1/chat/completions', body: streamBody('model-s', { max_tokens: chunks }) },
+          bare: bareOpenAI,
+        });
     }
   return cases;
+}
+
+/**
+ * The simulator's chunks for the cases' request, counted through Tollgate, and the mock set to send as many
+ * events to the bare proxy (its role chunk, the content chunks, the finish chunk).
+ */
+async function matchSimulator(tollgate: Target, c: StreamCase): Promise<void> {
+  const stats: StreamStats = { ttft: [], gaps: [], events: [], maxEventsPerRead: 0, non200: 0, completed: 0 };
+  const pool = new Pool(tollgate.origin, { connections: 1 });
+  await oneStream(pool, tollgate, JSON.stringify(c.tollgate.body), stats, '"content":"');
+  await pool.close();
+  const words = stats.events[0] ?? c.chunks;
+  c.chunks = words;
+  c.bare = { ...c.bare, body: { ...c.bare.body, mock_chunks: words - 1 } };
 }
 
 /**
  * CPU per stream, Tollgate against the bare proxy relaying the same events: closed loops of whole streams in
  * alternating slices (the order reversed every other slice), as the non-streamed measurement does.
  */
-async function streamCpu(bare: Target, tollgate: Target): Promise<StreamCase[]> {
+async function streamCpu(bare: Target, tollgate: Target, before?: Target): Promise<StreamCase[]> {
   const cases = streamCases();
+  for (const c of cases) if (c.upstream === 'simulator') await matchSimulator(tollgate, c);
   for (let round = 1; round <= ROUNDS; round++) {
     log(`streams: CPU per stream, round ${round}/${ROUNDS} …`);
     for (const c of cases) {
       const sides = [
         { target: { ...tollgate, path: c.tollgate.path }, body: c.tollgate.body, cpu: 0, streams: 0 },
         { target: { ...bare, path: c.bare.path }, body: c.bare.body, cpu: 0, streams: 0 },
+        ...(before
+          ? [{ target: { ...before, path: c.tollgate.path }, body: c.tollgate.body, cpu: 0, streams: 0 }]
+          : []),
       ];
       for (const side of sides) await closedLoop(side.target, c.concurrency, 300, side.body);
       for (let slice = 0; slice < STREAM_SLICES; slice++) {
@@ -362,12 +398,20 @@ async function streamCpu(bare: Target, tollgate: Target): Promise<StreamCase[]> 
           if (side === sides[0]) c.non200 += run.non200;
         }
       }
-      const [mine, theirs] = sides.map((side) => (side.cpu * 1e6) / side.streams) as [number, number];
+      const [mine, theirs, earlier] = sides.map((side) => (side.cpu * 1e6) / side.streams) as [
+        number,
+        number,
+        number | undefined,
+      ];
       c.tollgateMicros.push(mine);
       c.bareMicros.push(theirs);
       c.ratios.push(mine / theirs);
+      if (earlier !== undefined) {
+        c.beforeMicros.push(earlier);
+        c.beforeRatios.push(earlier / theirs);
+      }
       log(
-        `  ${c.upstream}, ${c.chunks} chunks, ${c.concurrency} at once: Tollgate ${mine.toFixed(0)} µs, bare ${theirs.toFixed(0)} µs (${(mine / theirs).toFixed(2)}×)`,
+        `  ${c.upstream}, ${c.chunks} chunks, ${c.concurrency} at once: Tollgate ${mine.toFixed(0)} µs, bare ${theirs.toFixed(0)} µs (${(mine / theirs).toFixed(2)}×)${earlier === undefined ? '' : `; before ${earlier.toFixed(0)} µs (${(earlier / theirs).toFixed(2)}×)`}`,
       );
     }
   }
@@ -409,9 +453,10 @@ async function slowStreams(target: Target, count: number): Promise<Slow> {
   }, 250);
   const body = JSON.stringify(streamBody('model-slow', { max_tokens: 10 }));
   const all: Promise<void>[] = [];
-  // Opened in steps of 500 every 50 ms: a burst of 10,000 connects would overflow the listen backlog.
+  // Opened in steps of 500 every 250 ms (each is admitted, held and settled like any request): all are open
+  // together for half of their ten seconds.
   for (let i = 0; i < count; i++) {
-    if (i > 0 && i % 500 === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+    if (i > 0 && i % 500 === 0) await new Promise((resolve) => setTimeout(resolve, 250));
     all.push(oneStream(pool, target, body, stats, '"content":"').catch(() => void (stats.non200 += 1)));
   }
   await Promise.all(all);
@@ -436,21 +481,30 @@ async function slowStreams(target: Target, count: number): Promise<Slow> {
 function streamSections(cases: StreamCase[], slow: Slow): string[] {
   const target = (c: StreamCase): number => (c.upstream.startsWith('Anthropic') ? 2 : 1.3);
   const perStreamKiB = ((slow.openMiB - slow.baselineMiB) * 1024) / slow.streams;
+  const withBefore = cases.some((c) => c.beforeMicros.length > 0);
+  const before = (c: StreamCase): string =>
+    withBefore ? ` ${median(c.beforeMicros).toFixed(0)} | ${median(c.beforeRatios).toFixed(2)}× |` : '';
   return [
     '## CPU per stream against the bare proxy (issue 19)',
     '',
     `Each case: whole streams back to back on 1 or 50 connections, the mock sending every chunk at once, in ${STREAM_SLICES} slices of ${STREAM_SLICE_MS / 1000} s per side and round, Tollgate and the bare proxy taking turns (order reversed every other slice). The bare proxy relays the same upstream events (OpenAI chunks; for the Anthropic-type case the mock's Messages events, which Tollgate translates; for the simulator the OpenAI mock's chunks, the same count). CPU: the gateway process's user+system time per completed stream; the ratio is the median of the rounds' own ratios.`,
     '',
-    '| upstream | chunks | streams at once | Tollgate µs/stream | bare proxy µs/stream | ratio | target | met |',
-    '|---|---:|---:|---:|---:|---:|---:|---|',
+    ...(withBefore
+      ? [
+          '"before": the Tollgate of the baseline checkout (`--baseline=DIR`), measured in the same slices.',
+          '',
+        ]
+      : []),
+    `| upstream | chunks | streams at once | Tollgate µs/stream | bare proxy µs/stream | ratio | target | met |${withBefore ? ' before µs/stream | before ratio |' : ''}`,
+    `|---|---:|---:|---:|---:|---:|---:|---|${withBefore ? '---:|---:|' : ''}`,
     ...cases.map(
       (c) =>
-        `| ${c.upstream} | ${c.chunks} | ${c.concurrency} | ${median(c.tollgateMicros).toFixed(0)} | ${median(c.bareMicros).toFixed(0)} | ${median(c.ratios).toFixed(2)}×${spread(c.ratios, 2)} | ≤ ${target(c)}× | ${median(c.ratios) <= target(c) ? 'yes' : 'no'}${c.non200 > 0 ? ` (${c.non200} non-200)` : ''} |`,
+        `| ${c.upstream} | ${c.chunks} | ${c.concurrency} | ${median(c.tollgateMicros).toFixed(0)} | ${median(c.bareMicros).toFixed(0)} | ${median(c.ratios).toFixed(2)}×${spread(c.ratios, 2)} | ≤ ${target(c)}× | ${median(c.ratios) <= target(c) ? 'yes' : 'no'}${c.non200 > 0 ? ` (${c.non200} non-200)` : ''} |${before(c)}`,
     ),
     '',
     `## ${slow.streams} concurrent slow streams on one Tollgate instance`,
     '',
-    `- Each: the simulator at one chunk a second, about ten chunks; opened 500 every 50 ms; ${slow.seconds.toFixed(0)} s in all`,
+    `- Each: the simulator at one chunk a second, about ten chunks; opened 500 every 250 ms; ${slow.seconds.toFixed(0)} s in all`,
     `- Opened: ${slow.opened}; completed: ${slow.completed} of ${slow.streams}; errors or non-200: ${slow.non200}`,
     `- Resident memory: ${slow.baselineMiB.toFixed(0)} MiB idle, ${slow.openMiB.toFixed(0)} MiB with all open, ${slow.peakMiB.toFixed(0)} MiB at the peak: **${perStreamKiB.toFixed(1)} KiB per open stream** above idle (target ≤ 64 KB)`,
     `- Longest gap between chunks: ${slow.maxGapMs.toFixed(0)} ms (pace 1,000 ms); gaps over 2 s (stalls): ${slow.stalls}`,
@@ -585,6 +639,11 @@ function writeReport(
     ),
     '',
     ...streamLines,
+    '## Targets of issue 19 measured in the tables above',
+    '',
+    `- Non-streamed CPU per request: ${median(ratios.bare).toFixed(2)}× the bare proxy's (target ≤ 1.15×): ${median(ratios.bare) <= 1.15 ? 'met' : 'not met'}`,
+    `- Time to first token added by Tollgate, one stream alone: ${(median(tollgate.ttftAlone) - median(direct.ttftAlone)).toFixed(2)} ms (target ≤ 0.5 ms; the bare proxy adds ${(median(byName.get('bare node:http proxy')!.ttftAlone) - median(direct.ttftAlone)).toFixed(2)} ms): ${median(tollgate.ttftAlone) - median(direct.ttftAlone) <= 0.5 ? 'met' : 'not met'}`,
+    '',
     `## ${held.streams} concurrent streams on one Tollgate instance`,
     '',
     `- Completed: ${held.completed} of ${held.streams}; errors or non-200: ${held.non200}`,

@@ -14,6 +14,7 @@ const ADMIN = 'tg-admin-bench-0123456789abcdef';
 export async function startTollgate(
   mockPort: number,
   nodeFlags: string[] = [],
+  root: string = ROOT,
 ): Promise<{ process: Started; target: Target; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const config = join(dir, 'tollgate.yaml');
@@ -51,7 +52,7 @@ export async function startTollgate(
   const started = await startPinned(
     0,
     process.execPath,
-    [...nodeFlags, '--max-semi-space-size=4', join(ROOT, 'src/main.ts')],
+    [...nodeFlags, '--max-semi-space-size=4', join(root, 'src/main.ts')],
     {
       MALLOC_ARENA_MAX: '2',
       PORT: '0',

@@ -12,20 +12,7 @@ import { RawChunk } from '../../gateway/raw-chunk.ts';
  */
 export function scanChunk(bytes: Buffer): RawChunk | undefined {
   const s = state;
-  s.bytes = bytes;
-  s.pos = 0;
-  s.end = bytes.length;
-  s.depth = 0;
-  s.parse = false;
-  s.nonAscii = false;
-  s.modelStart = -1;
-  s.modelEnd = -1;
-  s.usageStart = -1;
-  s.usageEnd = -1;
-  s.choices = -1;
-  s.deltas = 0;
-  s.contents = 0;
-  s.text = '';
+  begin(s, bytes);
   skipSpace(s);
   const ok = s.bytes[s.pos] === OPEN_BRACE && object(s, ROOT) && (skipSpace(s), s.pos === s.end);
   const chunk =
@@ -38,7 +25,7 @@ export function scanChunk(bytes: Buffer): RawChunk | undefined {
     (!s.nonAscii || isUtf8(bytes))
       ? new RawChunk(bytes, s.modelStart, s.modelEnd, s.usageStart, s.usageEnd, s.text)
       : undefined;
-  s.bytes = EMPTY;
+  begin(s, EMPTY);
   return chunk;
 }
 
@@ -52,7 +39,17 @@ const DELTA = 4;
 const MAX_DEPTH = 32;
 const EMPTY = Buffer.alloc(0);
 
+/** The member an object scan is at: its key without quotes, its value, the comma before it (-1: none). */
+interface Member {
+  keyStart: number;
+  keyEnd: number;
+  valueStart: number;
+  valueEnd: number;
+  comma: number;
+}
+
 interface ScanState {
+  member: Member;
   bytes: Buffer;
   pos: number;
   end: number;
@@ -74,24 +71,28 @@ interface ScanState {
   escaped: boolean;
 }
 
+/** Sets `s` up to scan `bytes` from their start. */
+function begin(s: ScanState, bytes: Buffer): void {
+  s.bytes = bytes;
+  s.pos = 0;
+  s.end = bytes.length;
+  s.depth = 0;
+  s.parse = false;
+  s.nonAscii = false;
+  s.modelStart = -1;
+  s.modelEnd = -1;
+  s.usageStart = -1;
+  s.usageEnd = -1;
+  s.choices = -1;
+  s.deltas = 0;
+  s.contents = 0;
+  s.text = '';
+  s.escaped = false;
+}
+
 // One state, reused: a scan never yields, so no two overlap.
-const state: ScanState = {
-  bytes: EMPTY,
-  pos: 0,
-  end: 0,
-  depth: 0,
-  parse: false,
-  nonAscii: false,
-  modelStart: -1,
-  modelEnd: -1,
-  usageStart: -1,
-  usageEnd: -1,
-  choices: -1,
-  deltas: 0,
-  contents: 0,
-  text: '',
-  escaped: false,
-};
+const state = { member: { keyStart: 0, keyEnd: 0, valueStart: 0, valueEnd: 0, comma: -1 } } as ScanState;
+begin(state, Buffer.alloc(0));
 
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
@@ -124,8 +125,8 @@ function skipSpace(s: ScanState): void {
   }
 }
 
-/** `bytes[start, end)` (a key without its quotes) is `name`. */
-function keyIs(b: Buffer, start: number, end: number, name: Buffer): boolean {
+/** `bytes[start, end)` (a key without its quotes, or a literal) is `name`. */
+function bytesAre(b: Buffer, start: number, end: number, name: Buffer): boolean {
   if (end - start !== name.length) return false;
   for (let i = 0; i < name.length; i++) if (b[start + i] !== name[i]) return false;
   return true;
@@ -169,8 +170,16 @@ function object(s: ScanState, where: number): boolean {
     if (!value(s, inner)) return false;
     const valueEnd = s.pos;
     skipSpace(s);
-    if (where === ROOT) root(s, b, keyStart, keyEnd, valueStart, valueEnd, comma);
-    else if (where === DELTA) delta(s, b, keyStart, keyEnd, valueStart, valueEnd);
+    if (where === ROOT || where === DELTA) {
+      const member = s.member;
+      member.keyStart = keyStart + 1;
+      member.keyEnd = keyEnd - 1;
+      member.valueStart = valueStart;
+      member.valueEnd = valueEnd;
+      member.comma = comma;
+      if (where === ROOT) root(s, b, member);
+      else delta(s, b, member);
+    }
     const c = b[s.pos];
     if (c === CLOSE_BRACE) {
       s.pos++;
@@ -187,13 +196,13 @@ function object(s: ScanState, where: number): boolean {
 /** Where a member's value sits, from where its object sits and its key. */
 function childOf(s: ScanState, where: number, b: Buffer, start: number, end: number): number {
   if (where === ROOT) {
-    if (keyIs(b, start, end, CHOICES_KEY)) {
+    if (bytesAre(b, start, end, CHOICES_KEY)) {
       if (b[s.pos] !== OPEN_BRACKET || s.choices !== -1) s.parse = true;
       return CHOICES;
     }
     return OTHER;
   }
-  if (where === CHOICE && keyIs(b, start, end, DELTA_KEY)) {
+  if (where === CHOICE && bytesAre(b, start, end, DELTA_KEY)) {
     s.deltas++;
     return DELTA;
   }
@@ -201,50 +210,32 @@ function childOf(s: ScanState, where: number, b: Buffer, start: number, end: num
 }
 
 /** A top-level member: `model`, `usage` and `error` matter. */
-function root(
-  s: ScanState,
-  b: Buffer,
-  keyStart: number,
-  keyEnd: number,
-  valueStart: number,
-  valueEnd: number,
-  comma: number,
-): void {
-  const start = keyStart + 1;
-  const end = keyEnd - 1;
-  if (keyIs(b, start, end, MODEL)) {
+function root(s: ScanState, b: Buffer, { keyStart, keyEnd, valueStart, valueEnd, comma }: Member): void {
+  if (bytesAre(b, keyStart, keyEnd, MODEL)) {
     if (s.modelStart !== -1 || b[valueStart] !== QUOTE) s.parse = true;
     s.modelStart = valueStart;
     s.modelEnd = valueEnd;
-  } else if (keyIs(b, start, end, USAGE)) {
-    if (s.usageStart !== -1 || !keyIs(b, valueStart, valueEnd, NULL)) return void (s.parse = true);
+  } else if (bytesAre(b, keyStart, keyEnd, USAGE)) {
+    if (s.usageStart !== -1 || !bytesAre(b, valueStart, valueEnd, NULL)) return void (s.parse = true);
     // Cut with the comma before it, or (the first member) the one after it, so what is left is still JSON.
     if (comma !== -1) {
       s.usageStart = comma;
       s.usageEnd = valueEnd;
     } else {
-      s.usageStart = keyStart;
+      s.usageStart = keyStart - 1;
       s.usageEnd = b[s.pos] === COMMA ? s.pos + 1 : valueEnd;
     }
-  } else if (keyIs(b, start, end, ERROR)) s.parse = true;
+  } else if (bytesAre(b, keyStart, keyEnd, ERROR)) s.parse = true;
 }
 
 /** A delta's member: its content is metered; tool and function calls are parsed. */
-function delta(
-  s: ScanState,
-  b: Buffer,
-  keyStart: number,
-  keyEnd: number,
-  valueStart: number,
-  valueEnd: number,
-): void {
-  const start = keyStart + 1;
-  const end = keyEnd - 1;
-  if (keyIs(b, start, end, CONTENT)) {
+function delta(s: ScanState, b: Buffer, { keyStart, keyEnd, valueStart, valueEnd }: Member): void {
+  if (bytesAre(b, keyStart, keyEnd, CONTENT)) {
     s.contents++;
     if (b[valueStart] === QUOTE) s.text += textOf(b, valueStart, valueEnd);
-    else if (!keyIs(b, valueStart, valueEnd, NULL)) s.parse = true;
-  } else if (keyIs(b, start, end, TOOL_CALLS) || keyIs(b, start, end, FUNCTION_CALL)) s.parse = true;
+    else if (!bytesAre(b, valueStart, valueEnd, NULL)) s.parse = true;
+  } else if (bytesAre(b, keyStart, keyEnd, TOOL_CALLS) || bytesAre(b, keyStart, keyEnd, FUNCTION_CALL))
+    s.parse = true;
 }
 
 /** A string value's text: its bytes as they are, or JSON's own decoding when it holds an escape. */

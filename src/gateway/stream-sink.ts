@@ -15,6 +15,8 @@ export interface TextSink {
   drain(timeoutMs: number): Promise<void>;
   /** Ends the answer; safe to call more than once and after the client has gone. */
   end(): void;
+  /** Optional: writes `last` and ends the answer, in one write with the end of the body. */
+  endWith?(last: string): void;
   /** True once the client has gone. */
   readonly closed: boolean;
   onClose(listener: () => void): void;

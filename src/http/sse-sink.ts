@@ -52,6 +52,11 @@ export function createSseSink(response: ServerResponse, baseHeaders: Record<stri
       ended = true;
       response.end();
     },
+    endWith(last) {
+      if (closed || ended) return;
+      ended = true;
+      response.end(last);
+    },
     get closed() {
       return closed;
     },
@@ -72,6 +77,8 @@ export function createSseSink(response: ServerResponse, baseHeaders: Record<stri
 export function chatCompletionsSink(text: TextSink, includeUsage: boolean): StreamSink {
   let first: PassChunk | undefined;
   let forwardedUsage = false;
+  /** `[DONE]`, once the answer is whole, when the text sink can write it with the end of the body. */
+  let done: string | undefined;
   let model: string | undefined;
   let modelBytes = EMPTY;
   /** A parsed chunk's event, or undefined when it is not for this client. */
@@ -131,11 +138,12 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean): Stre
           `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: firstModel, choices: [], usage })}\n\n`,
         );
       }
-      text.write('data: [DONE]\n\n');
+      if (text.endWith) done = DONE_EVENT;
+      else text.write(DONE_EVENT);
     },
     fail: (error) => void text.write(`data: ${JSON.stringify(error.toBody())}\n\n`),
     drain: (timeoutMs) => text.drain(timeoutMs),
-    end: () => text.end(),
+    end: () => (done === undefined ? text.end() : text.endWith!(done)),
     get closed() {
       return text.closed;
     },
@@ -144,6 +152,7 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean): Stre
 }
 
 const EMPTY = Buffer.alloc(0);
+const DONE_EVENT = 'data: [DONE]\n\n';
 const DATA_PREFIX = Buffer.from('data: ');
 const EVENT_END = Buffer.from('\n\n');
 

@@ -291,7 +291,9 @@ class EventReader implements Dispatcher.DispatchHandler, PassThroughStream {
         this.#resolve = undefined;
         resolve(this);
       } else if (this.#handler === undefined || this.#paused || this.#queued.length > 0) {
+        // Nobody to take them yet (or not keeping up): they wait, and the upstream waits with them.
         for (const chunk of batch) this.#queued.push(chunk);
+        this.#controller?.pause();
       } else if (!this.#handler.chunks(batch)) {
         this.#paused = true;
         this.#controller?.pause();

@@ -1,4 +1,5 @@
-// The floor: a bare node:http pass-through proxy to the mock upstream, with a keep-alive agent.
+// The floor: a bare node:http pass-through proxy to the mock upstream, with a keep-alive agent. It forwards the
+// request's path (chat completions, or Anthropic's messages for the translated-stream comparison).
 import { Agent, createServer, request as upstreamRequest } from 'node:http';
 
 const port = Number(process.env['PROXY_PORT'] ?? 0);
@@ -10,7 +11,7 @@ const server = createServer((request, response) => {
     {
       host: target.hostname,
       port: target.port,
-      path: `/v1/chat/completions`,
+      path: request.url ?? '/v1/chat/completions',
       method: 'POST',
       agent,
       headers: { 'content-type': 'application/json' },

@@ -1,11 +1,12 @@
-// Where Tollgate's CPU goes: `npm run bench:profile` (add `--seconds=N`, default 10). Starts the mock upstream
+// Where Tollgate's CPU goes: `npm run bench:profile` (add `--seconds=N`, default 10; `--stream` profiles streams
+// of 20 chunks sent at once by the mock, through the chat-completions fast path, instead of whole answers). Starts the mock upstream
 // and Tollgate with `--cpu-prof`, as the harness does, drives 16 closed-loop connections, stops Tollgate, and
 // prints the self time of the profile grouped by package or source file, then the top functions. The
 // .cpuprofile stays in bench/profiles/ (open it in Chrome DevTools or speedscope for a flame graph).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { closedLoop } from './lib/load.ts';
+import { CHAT_BODY, closedLoop } from './lib/load.ts';
 import { startMock } from './lib/mock.ts';
 import { CAN_PIN, cpuSeconds } from './lib/processes.ts';
 import { startTollgate } from './lib/tollgate.ts';
@@ -13,6 +14,9 @@ import { startTollgate } from './lib/tollgate.ts';
 const ROOT = new URL('..', import.meta.url).pathname;
 const OUT = join(ROOT, 'bench/profiles');
 const SECONDS = Number(process.argv.find((a) => a.startsWith('--seconds='))?.slice(10) ?? 10);
+const BODY = process.argv.includes('--stream')
+  ? { ...CHAT_BODY, stream: true, mock_chunks: 20, mock_interval_ms: 0 }
+  : CHAT_BODY;
 
 interface ProfileNode {
   id: number;
@@ -74,9 +78,9 @@ async function main(): Promise<void> {
   const { process: mock, port: mockPort } = await startMock();
   const tollgate = await startTollgate(mockPort, ['--cpu-prof', `--cpu-prof-dir=${OUT}`]);
   try {
-    await closedLoop(tollgate.target, 16, 3_000);
+    await closedLoop(tollgate.target, 16, 3_000, BODY);
     const before = cpuSeconds(tollgate.process.pid);
-    const run = await closedLoop(tollgate.target, 16, SECONDS * 1_000);
+    const run = await closedLoop(tollgate.target, 16, SECONDS * 1_000, BODY);
     const cpuMicros = (cpuSeconds(tollgate.process.pid) - before) * 1e6;
     await tollgate.process.stop();
     // The main thread's profile is the largest; the checkpointer thread writes its own, nearly empty one.

@@ -1,5 +1,6 @@
 // The benchmark harness: `npm run bench` (add `--quick` for one short round, `--no-peer` to skip Portkey,
-// `--soak=SECONDS` for a memory soak). Gateways are pinned to core 0, the mock upstream and this load
+// `--soak=SECONDS` for a memory soak, `--streams-only` for the stream sections alone, which then print and are not
+// written to docs/performance.md). Gateways are pinned to core 0, the mock upstream and this load
 // generator to core 1. Results go to docs/performance.md; exit status 1 if Tollgate answered anything but 200.
 import { execFileSync, execSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { CAN_PIN, residentMiB, startPinned, treeCpuSeconds, type Started } from 
 import { startMock } from './lib/mock.ts';
 import { startTollgate } from './lib/tollgate.ts';
 import {
+  CHAT_BODY,
   closedLoop,
   oneStream,
   openLoop,
@@ -24,6 +26,9 @@ import { admissionBench, settlementBench, type MicroResult } from './lib/micro.t
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const PEER = !args.has('--no-peer');
+const STREAMS_ONLY = args.has('--streams-only');
+/** Another checkout (with node_modules) whose Tollgate is measured beside this one in the stream cases: before/after. */
+const BASELINE = [...args].find((a) => a.startsWith('--baseline='))?.slice(11);
 const SOAK_SECONDS = Number([...args].find((a) => a.startsWith('--soak='))?.slice(7) ?? 0);
 const ROUNDS = QUICK ? 1 : 3;
 /** Each round measures CPU in this many closed-loop slices per target, alternating between targets. */
@@ -31,6 +36,11 @@ const SLICES = QUICK ? 4 : 8;
 const SLICE_MS = 1_500;
 const LATENCY_MS = QUICK ? 2_000 : 4_000;
 const CONCURRENT_STREAMS = 2_000;
+/** Slow streams held open at once (one chunk a second each). */
+const SLOW_STREAMS = Number([...args].find((a) => a.startsWith('--slow-streams='))?.slice(15) ?? 10_000);
+/** CPU per stream: slices per target and case, and their length. */
+const STREAM_SLICES = QUICK ? 2 : 6;
+const STREAM_SLICE_MS = QUICK ? 750 : 1_000;
 const ROOT = new URL('..', import.meta.url).pathname;
 const PG_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -161,6 +171,7 @@ async function main(): Promise<void> {
     /listening (\d+)/,
   );
   const tollgate = await startTollgate(mockPort);
+  const baseline = BASELINE ? await startTollgate(mockPort, [], BASELINE) : undefined;
   const portkey = PEER ? await startPortkey(mockPort) : undefined;
   const direct: Target = {
     name: 'mock (direct)',
@@ -201,6 +212,13 @@ async function main(): Promise<void> {
   );
 
   try {
+    const bareTarget = targets[1]!;
+    if (STREAMS_ONLY) {
+      const cases = await streamCpu(bareTarget, tollgate.target, baseline?.target);
+      const slow = await slowStreams(tollgate.target, SLOW_STREAMS);
+      log(streamSections(cases, slow).join('\n'));
+      return;
+    }
     log('warming up …');
     for (const target of targets) {
       const warm = await closedLoop(target, 8, QUICK ? 1_000 : 3_000);
@@ -246,21 +264,252 @@ async function main(): Promise<void> {
       }
     }
 
+    const cases = await streamCpu(bareTarget, tollgate.target, baseline?.target);
     log(`${CONCURRENT_STREAMS} concurrent streams through Tollgate …`);
     const held = await concurrentStreams(tollgate.target, CONCURRENT_STREAMS);
     rows.get('Tollgate')!.non200 += held.non200;
+    const slow = await slowStreams(tollgate.target, SLOW_STREAMS);
     const soak = SOAK_SECONDS > 0 ? await soakRun(tollgate.target, SOAK_SECONDS) : undefined;
 
     log('micro benchmarks …');
     const micro = [...(await settlementBench(PG_URL)), ...(await admissionBench(REDIS_URL))];
-    writeReport([...rows.values()], ratios, held, soak, micro);
+    writeReport([...rows.values()], ratios, held, soak, micro, streamSections(cases, slow));
     const failures = rows.get('Tollgate')!.non200;
     log(`Tollgate non-200 answers: ${failures}`);
     if (failures > 0) process.exitCode = 1;
   } finally {
-    await Promise.all([mock.stop(), bare.stop(), tollgate.process.stop(), portkey?.process.stop()]);
+    await Promise.all([
+      mock.stop(),
+      bare.stop(),
+      tollgate.process.stop(),
+      portkey?.process.stop(),
+      baseline?.process.stop(),
+    ]);
     rmSync(tollgate.dir, { recursive: true, force: true });
+    if (baseline) rmSync(baseline.dir, { recursive: true, force: true });
   }
+}
+
+/** One stream comparison: the same events through Tollgate and through the bare proxy. */
+interface StreamCase {
+  upstream: string;
+  chunks: number;
+  concurrency: number;
+  tollgate: { path: string; body: object };
+  bare: { path: string; body: object };
+  tollgateMicros: number[];
+  bareMicros: number[];
+  ratios: number[];
+  /** The baseline checkout's Tollgate, when one is measured (--baseline). */
+  beforeMicros: number[];
+  beforeRatios: number[];
+  non200: number;
+}
+
+const streamBody = (model: string, extra: object = {}): object => ({
+  ...CHAT_BODY,
+  model,
+  stream: true,
+  ...extra,
+});
+
+/** The stream comparisons: OpenAI-type and simulator upstreams (same protocol), Anthropic-type (translated). */
+function streamCases(): StreamCase[] {
+  const cases: StreamCase[] = [];
+  for (const chunks of [20, 200])
+    for (const concurrency of [1, 50]) {
+      const fast = { mock_chunks: chunks, mock_interval_ms: 0 };
+      const bareOpenAI = { path: '/v1/chat/completions', body: streamBody('mock-model', fast) };
+      const base = { chunks, concurrency, non200: 0 };
+      const fresh = () => ({
+        tollgateMicros: [],
+        bareMicros: [],
+        ratios: [],
+        beforeMicros: [],
+        beforeRatios: [],
+      });
+      cases.push(
+        {
+          ...base,
+          ...fresh(),
+          upstream: 'OpenAI-type',
+          tollgate: { path: '/v1/chat/completions', body: streamBody('model-b', fast) },
+          bare: bareOpenAI,
+        },
+        {
+          ...base,
+          ...fresh(),
+          upstream: 'Anthropic-type (translated)',
+          tollgate: { path: '/v1/chat/completions', body: streamBody(`model-a${chunks}`) },
+          bare: { path: '/v1/messages', body: streamBody(`mock-c${chunks}-i0`) },
+        },
+      );
+      // The simulator's answers are 12 to 35 words (one chunk each): it has the 20-chunk cases only.
+      if (chunks === 20)
+        cases.push({
+          ...base,
+          ...fresh(),
+          upstream: 'simulator',
+          tollgate: { path: '/v1/chat/completions', body: streamBody('model-s', { max_tokens: chunks }) },
+          bare: bareOpenAI,
+        });
+    }
+  return cases;
+}
+
+/**
+ * The simulator's chunks for the cases' request, counted through Tollgate, and the mock set to send as many
+ * events to the bare proxy (its role chunk, the content chunks, the finish chunk).
+ */
+async function matchSimulator(tollgate: Target, c: StreamCase): Promise<void> {
+  const stats: StreamStats = { ttft: [], gaps: [], events: [], maxEventsPerRead: 0, non200: 0, completed: 0 };
+  const pool = new Pool(tollgate.origin, { connections: 1 });
+  await oneStream(pool, tollgate, JSON.stringify(c.tollgate.body), stats, '"content":"');
+  await pool.close();
+  const words = stats.events[0] ?? c.chunks;
+  c.chunks = words;
+  c.bare = { ...c.bare, body: { ...c.bare.body, mock_chunks: words - 1 } };
+}
+
+/**
+ * CPU per stream, Tollgate against the bare proxy relaying the same events: closed loops of whole streams in
+ * alternating slices (the order reversed every other slice), as the non-streamed measurement does.
+ */
+async function streamCpu(bare: Target, tollgate: Target, before?: Target): Promise<StreamCase[]> {
+  const cases = streamCases();
+  for (const c of cases) if (c.upstream === 'simulator') await matchSimulator(tollgate, c);
+  for (let round = 1; round <= ROUNDS; round++) {
+    log(`streams: CPU per stream, round ${round}/${ROUNDS} …`);
+    for (const c of cases) {
+      const sides = [
+        { target: { ...tollgate, path: c.tollgate.path }, body: c.tollgate.body, cpu: 0, streams: 0 },
+        { target: { ...bare, path: c.bare.path }, body: c.bare.body, cpu: 0, streams: 0 },
+        ...(before
+          ? [{ target: { ...before, path: c.tollgate.path }, body: c.tollgate.body, cpu: 0, streams: 0 }]
+          : []),
+      ];
+      for (const side of sides) await closedLoop(side.target, c.concurrency, 300, side.body);
+      for (let slice = 0; slice < STREAM_SLICES; slice++) {
+        for (const side of slice % 2 === 0 ? sides : [...sides].reverse()) {
+          const before = treeCpuSeconds(side.target.pid!);
+          const run = await closedLoop(side.target, c.concurrency, STREAM_SLICE_MS, side.body);
+          side.cpu += treeCpuSeconds(side.target.pid!) - before;
+          side.streams += run.requests - run.non200;
+          if (side === sides[0]) c.non200 += run.non200;
+        }
+      }
+      const [mine, theirs, earlier] = sides.map((side) => (side.cpu * 1e6) / side.streams) as [
+        number,
+        number,
+        number | undefined,
+      ];
+      c.tollgateMicros.push(mine);
+      c.bareMicros.push(theirs);
+      c.ratios.push(mine / theirs);
+      if (earlier !== undefined) {
+        c.beforeMicros.push(earlier);
+        c.beforeRatios.push(earlier / theirs);
+      }
+      log(
+        `  ${c.upstream}, ${c.chunks} chunks, ${c.concurrency} at once: Tollgate ${mine.toFixed(0)} µs, bare ${theirs.toFixed(0)} µs (${(mine / theirs).toFixed(2)}×)${earlier === undefined ? '' : `; before ${earlier.toFixed(0)} µs (${(earlier / theirs).toFixed(2)}×)`}`,
+      );
+    }
+  }
+  return cases;
+}
+
+interface Slow {
+  streams: number;
+  opened: number;
+  completed: number;
+  non200: number;
+  baselineMiB: number;
+  openMiB: number;
+  peakMiB: number;
+  maxGapMs: number;
+  stalls: number;
+  seconds: number;
+}
+
+/**
+ * `count` slow streams open at once on Tollgate (the simulator at one chunk a second, ten chunks each): resident
+ * memory with all of them open against the idle process, and the gaps between chunks (a stall is over 2 s).
+ * The simulator needs no upstream sockets, so the test fits a 20,000-descriptor limit (two sockets per stream
+ * otherwise); the processes' limit is the hard one (see package.json's bench script).
+ */
+async function slowStreams(target: Target, count: number): Promise<Slow> {
+  log(`${count} concurrent slow streams (one chunk a second) through Tollgate …`);
+  const started = performance.now();
+  const baselineMiB = residentMiB(target.pid!);
+  const pool = new Pool(target.origin, { connections: count, pipelining: 1, headersTimeout: 120_000 });
+  const stats: StreamStats = { ttft: [], gaps: [], events: [], maxEventsPerRead: 0, non200: 0, completed: 0 };
+  let peakMiB = baselineMiB;
+  let openMiB = baselineMiB;
+  const sampler = setInterval(() => {
+    const now = residentMiB(target.pid!);
+    peakMiB = Math.max(peakMiB, now);
+    // Memory once every stream has its first chunk: all of them open at once.
+    if (stats.ttft.length + stats.non200 >= count) openMiB = Math.max(openMiB, now);
+  }, 250);
+  const body = JSON.stringify(streamBody('model-slow', { max_tokens: 10 }));
+  const all: Promise<void>[] = [];
+  // Opened in steps of 500 every 250 ms (each is admitted, held and settled like any request): all are open
+  // together for half of their ten seconds.
+  for (let i = 0; i < count; i++) {
+    if (i > 0 && i % 500 === 0) await new Promise((resolve) => setTimeout(resolve, 250));
+    all.push(oneStream(pool, target, body, stats, '"content":"').catch(() => void (stats.non200 += 1)));
+  }
+  await Promise.all(all);
+  clearInterval(sampler);
+  await pool.close();
+  const maxGapMs = stats.gaps.reduce((max, gap) => Math.max(max, gap), 0);
+  return {
+    streams: count,
+    opened: stats.ttft.length,
+    completed: stats.completed,
+    non200: stats.non200,
+    baselineMiB,
+    openMiB,
+    peakMiB,
+    maxGapMs,
+    stalls: stats.gaps.filter((g) => g > 2_000).length,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/** The stream sections of docs/performance.md. */
+function streamSections(cases: StreamCase[], slow: Slow): string[] {
+  const target = (c: StreamCase): number => (c.upstream.startsWith('Anthropic') ? 2 : 1.3);
+  const perStreamKiB = ((slow.openMiB - slow.baselineMiB) * 1024) / slow.streams;
+  const withBefore = cases.some((c) => c.beforeMicros.length > 0);
+  const before = (c: StreamCase): string =>
+    withBefore ? ` ${median(c.beforeMicros).toFixed(0)} | ${median(c.beforeRatios).toFixed(2)}× |` : '';
+  return [
+    '## CPU per stream against the bare proxy (issue 19)',
+    '',
+    `Each case: whole streams back to back on 1 or 50 connections, the mock sending every chunk at once, in ${STREAM_SLICES} slices of ${STREAM_SLICE_MS / 1000} s per side and round, Tollgate and the bare proxy taking turns (order reversed every other slice). The bare proxy relays the same upstream events (OpenAI chunks; for the Anthropic-type case the mock's Messages events, which Tollgate translates; for the simulator the OpenAI mock's chunks, the same count). CPU: the gateway process's user+system time per completed stream; the ratio is the median of the rounds' own ratios.`,
+    '',
+    ...(withBefore
+      ? [
+          '"before": the Tollgate of the baseline checkout (`--baseline=DIR`), measured in the same slices.',
+          '',
+        ]
+      : []),
+    `| upstream | chunks | streams at once | Tollgate µs/stream | bare proxy µs/stream | ratio | target | met |${withBefore ? ' before µs/stream | before ratio |' : ''}`,
+    `|---|---:|---:|---:|---:|---:|---:|---|${withBefore ? '---:|---:|' : ''}`,
+    ...cases.map(
+      (c) =>
+        `| ${c.upstream} | ${c.chunks} | ${c.concurrency} | ${median(c.tollgateMicros).toFixed(0)} | ${median(c.bareMicros).toFixed(0)} | ${median(c.ratios).toFixed(2)}×${spread(c.ratios, 2)} | ≤ ${target(c)}× | ${median(c.ratios) <= target(c) ? 'yes' : 'no'}${c.non200 > 0 ? ` (${c.non200} non-200)` : ''} |${before(c)}`,
+    ),
+    '',
+    `## ${slow.streams} concurrent slow streams on one Tollgate instance`,
+    '',
+    `- Each: the simulator at one chunk a second, about ten chunks; opened 500 every 250 ms; ${slow.seconds.toFixed(0)} s in all`,
+    `- Opened: ${slow.opened}; completed: ${slow.completed} of ${slow.streams}; errors or non-200: ${slow.non200}`,
+    `- Resident memory: ${slow.baselineMiB.toFixed(0)} MiB idle, ${slow.openMiB.toFixed(0)} MiB with all open, ${slow.peakMiB.toFixed(0)} MiB at the peak: **${perStreamKiB.toFixed(1)} KiB per open stream** above idle (target ≤ 64 KB)`,
+    `- Longest gap between chunks: ${slow.maxGapMs.toFixed(0)} ms (pace 1,000 ms); gaps over 2 s (stalls): ${slow.stalls}`,
+    '',
+  ];
 }
 
 interface Held {
@@ -337,6 +586,7 @@ function writeReport(
   held: Held,
   soak: { samples: number[] } | undefined,
   micro: MicroResult[],
+  streamLines: string[],
 ): void {
   const byName = new Map(rows.map((r) => [r.target, r]));
   const direct = byName.get('mock (direct)')!;
@@ -387,6 +637,12 @@ function writeReport(
       (row) =>
         `| ${row.target} | ${row === direct ? `(${median(row.ttftAlone).toFixed(2)} ms)` : (median(row.ttftAlone) - median(direct.ttftAlone)).toFixed(2)} | ${median(row.ttft).toFixed(2)} | ${row === direct ? '–' : (median(row.ttft) - median(direct.ttft)).toFixed(2)} | ${median(row.gapP50).toFixed(2)} | ${median(row.gapP99).toFixed(2)} | ${median(row.events)} | ${row.maxEventsPerRead} |`,
     ),
+    '',
+    ...streamLines,
+    '## Targets of issue 19 measured in the tables above',
+    '',
+    `- Non-streamed CPU per request: ${median(ratios.bare).toFixed(2)}× the bare proxy's (target ≤ 1.15×): ${median(ratios.bare) <= 1.15 ? 'met' : 'not met'}`,
+    `- Time to first token added by Tollgate, one stream alone: ${(median(tollgate.ttftAlone) - median(direct.ttftAlone)).toFixed(2)} ms (target ≤ 0.5 ms; the bare proxy adds ${(median(byName.get('bare node:http proxy')!.ttftAlone) - median(direct.ttftAlone)).toFixed(2)} ms): ${median(tollgate.ttftAlone) - median(direct.ttftAlone) <= 0.5 ? 'met' : 'not met'}`,
     '',
     `## ${held.streams} concurrent streams on one Tollgate instance`,
     '',

@@ -39,14 +39,18 @@ async function send(pool: Pool, target: Target, body: string): Promise<number> {
   return response.statusCode;
 }
 
-/** Back-to-back requests on `connections` connections for `durationMs`: throughput and status counts. */
+/**
+ * Back-to-back requests on `connections` connections for `durationMs`: throughput and status counts. A streamed
+ * `request` is read to its end, so a request is a whole stream.
+ */
 export async function closedLoop(
   target: Target,
   connections: number,
   durationMs: number,
+  request: object = CHAT_BODY,
 ): Promise<{ requests: number; non200: number; seconds: number }> {
   const pool = new Pool(target.origin, { connections, pipelining: 1 });
-  const body = JSON.stringify(CHAT_BODY);
+  const body = JSON.stringify(request);
   const stopAt = performance.now() + durationMs;
   let requests = 0;
   let non200 = 0;
@@ -133,7 +137,14 @@ export async function streams(
   return stats;
 }
 
-export async function oneStream(pool: Pool, target: Target, body: string, stats: StreamStats): Promise<void> {
+/** Reads one stream; `marker` is what starts a content chunk's text in what the client reads. */
+export async function oneStream(
+  pool: Pool,
+  target: Target,
+  body: string,
+  stats: StreamStats,
+  marker = '"content":" t',
+): Promise<void> {
   const sent = performance.now();
   const response = await pool.request({
     path: target.path,
@@ -151,7 +162,7 @@ export async function oneStream(pool: Pool, target: Target, body: string, stats:
   let events = 0;
   for await (const piece of response.body) {
     const text = piece.toString();
-    const contentEvents = text.split('"content":" t').length - 1;
+    const contentEvents = text.split(marker).length - 1;
     if (contentEvents === 0) continue;
     const now = performance.now();
     if (first === 0) {

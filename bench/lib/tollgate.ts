@@ -14,18 +14,45 @@ const ADMIN = 'tg-admin-bench-0123456789abcdef';
 export async function startTollgate(
   mockPort: number,
   nodeFlags: string[] = [],
+  root: string = ROOT,
 ): Promise<{ process: Started; target: Target; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const config = join(dir, 'tollgate.yaml');
   writeFileSync(
     config,
-    `providers:\n  - { id: mock, type: openai, base_url: "http://127.0.0.1:${mockPort}/v1" }\nmodels:\n  model-b:\n    deployments: [{ provider: mock, model: mock-model }]\n`,
+    [
+      'providers:',
+      `  - { id: mock, type: openai, base_url: "http://127.0.0.1:${mockPort}/v1" }`,
+      `  - { id: mock-anthropic, type: anthropic, base_url: "http://127.0.0.1:${mockPort}/v1" }`,
+      '  - { id: sim-fast, type: simulator, chunk_interval_ms: 0, first_token_ms: 0 }',
+      '  - { id: sim-slow, type: simulator, chunk_interval_ms: 1000, first_token_ms: 0 }',
+      'models:',
+      '  model-b:',
+      '    deployments: [{ provider: mock, model: mock-model }]',
+      // Translated streams: the mock's Anthropic events, 20 or 200 text deltas sent at once.
+      ...[20, 200].flatMap((chunks) => [
+        `  model-a${chunks}:`,
+        '    price: { input: 1, output: 2 }',
+        '    context_window: 128000',
+        `    deployments: [{ provider: mock-anthropic, model: mock-c${chunks}-i0 }]`,
+      ]),
+      // The simulator: one word per chunk (max_tokens bounds them), at once or one a second.
+      '  model-s:',
+      '    price: { input: 1, output: 2 }',
+      '    context_window: 128000',
+      '    deployments: [{ provider: sim-fast, model: gpt-4o-mini }]',
+      '  model-slow:',
+      '    price: { input: 1, output: 2 }',
+      '    context_window: 128000',
+      '    deployments: [{ provider: sim-slow, model: gpt-4o-mini }]',
+      '',
+    ].join('\n'),
   );
   // Started as `npm start` starts it (package.json): the same V8 and malloc settings.
   const started = await startPinned(
     0,
     process.execPath,
-    [...nodeFlags, '--max-semi-space-size=4', join(ROOT, 'src/main.ts')],
+    [...nodeFlags, '--max-semi-space-size=4', join(root, 'src/main.ts')],
     {
       MALLOC_ARENA_MAX: '2',
       PORT: '0',

@@ -8,6 +8,7 @@ import type { SettlementQueue } from '../billing/settlement-queue.ts';
 import type { Config, ModelConfig } from '../config/config.ts';
 import type { Limiter, LimitSet } from '../limits/limiter.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { PassThroughStream } from '../providers/provider.ts';
 import type { Router } from '../routing/router.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
@@ -18,6 +19,7 @@ import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
 import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
 import { rateLimitHeaders } from './rate-limit-headers.ts';
+import { type PassChunk, RawChunk } from './raw-chunk.ts';
 import type { StreamSink } from './stream-sink.ts';
 import { utcDay } from '../shared/time.ts';
 import { formatUsd } from '../shared/money.ts';
@@ -242,7 +244,12 @@ export class ChatGateway {
     sink.onClose(() => abort.abort());
     let opened;
     try {
-      opened = await this.#o.router.openStream(request, abort.signal, model.defaultMaxTokens);
+      opened = await this.#o.router.openStream(
+        request,
+        abort.signal,
+        model.defaultMaxTokens,
+        sink.passThrough !== undefined,
+      );
     } catch (error) {
       this.#finish(admitted, this.#failed(admitted, abort.signal.aborted));
       throw error;
@@ -254,34 +261,39 @@ export class ChatGateway {
 
     const relay = { generated: '', usage: undefined as ChatChunk['usage'] };
     let status: UsageStatus = 'ok';
-    const { first, rest } = opened.result;
-    try {
-      await this.#relay(first, request, sink, relay);
-      for (;;) {
-        const next = await rest.next();
-        if (next.done) break;
-        if (sink.closed) break;
-        await this.#relay(next.value, request, sink, relay);
+    const stream = opened.result;
+    let failure: unknown;
+    if (stream.passThrough !== undefined) {
+      failure = await this.#passThrough(stream.passThrough, request, sink, relay);
+    } else {
+      try {
+        await this.#relay(stream.first, request, sink, relay);
+        for (;;) {
+          const next = await stream.rest.next();
+          if (next.done) break;
+          if (sink.closed) break;
+          await this.#relay(next.value, request, sink, relay);
+        }
+      } catch (error) {
+        failure = error ?? new Error('stream failed');
       }
-    } catch (error) {
-      if (!abort.signal.aborted && !sink.closed) {
-        status = 'error';
-        const failure = new GatewayError(
-          'provider_error',
-          'the upstream stream failed mid-way; the answer is incomplete',
-          { cause: error },
-        );
-        this.#o.logger.warn(
-          { err: error, requestId: ctx.requestId, deployment: opened.deployment },
-          'stream failed after its first chunk',
-        );
-        sink.fail(failure);
-      }
+    }
+    if (failure !== undefined && !abort.signal.aborted && !sink.closed) {
+      status = 'error';
+      this.#o.logger.warn(
+        { err: failure, requestId: ctx.requestId, deployment: opened.deployment },
+        'stream failed after its first chunk',
+      );
+      sink.fail(
+        new GatewayError('provider_error', 'the upstream stream failed mid-way; the answer is incomplete', {
+          cause: failure,
+        }),
+      );
     }
     if (sink.closed) status = 'cancelled';
     // A stream left before its end lets go of its upstream call (a no-op for one that already failed): a body
     // nobody reads is paused, and a paused body's idle timer does not run.
-    if (status !== 'ok') void rest.return?.().catch(() => {});
+    if (status !== 'ok' && stream.passThrough === undefined) void stream.rest.return?.().catch(() => {});
     const estimated = !isUsage(relay.usage);
     const prompt = isUsage(relay.usage) ? relay.usage.prompt_tokens : promptTokens;
     const generated = isUsage(relay.usage) ? relay.usage.completion_tokens : countTextTokens(relay.generated);
@@ -305,21 +317,40 @@ export class ChatGateway {
     sink.end();
   }
 
-  async #relay(
-    chunk: ChatChunk,
+  async #relay(chunk: ChatChunk, request: ChatRequest, sink: StreamSink, state: RelayState): Promise<void> {
+    meter(chunk, request, state);
+    if (!sink.chunk(chunk)) await sink.drain(this.#o.config.timeouts.idleStreamMs);
+  }
+
+  /**
+   * The fast path: the chunks of each upstream read are metered and handed to the sink in one call, from the
+   * stream's own callback (no promise per chunk); a client not keeping up pauses the upstream until it drains.
+   * Resolves with the failure that ended the stream, or undefined after its terminal event.
+   */
+  async #passThrough(
+    stream: PassThroughStream,
     request: ChatRequest,
     sink: StreamSink,
-    state: { generated: string; usage: ChatChunk['usage'] },
-  ): Promise<void> {
-    chunk.model = request.model;
-    if (isUsage(chunk.usage)) state.usage = chunk.usage;
-    for (const choice of chunk.choices) {
-      const delta = choice.delta;
-      if (typeof delta?.content === 'string') state.generated += delta.content;
-      for (const call of delta?.tool_calls ?? [])
-        state.generated += (call.function?.name ?? '') + (call.function?.arguments ?? '');
-    }
-    if (!sink.chunk(chunk)) await sink.drain(this.#o.config.timeouts.idleStreamMs);
+    state: RelayState,
+  ): Promise<unknown> {
+    const idleMs = this.#o.config.timeouts.idleStreamMs;
+    const relay = (batch: readonly PassChunk[]): boolean => {
+      // A client that left: the abort is on its way (sink.onClose), nothing more is written.
+      if (sink.closed) return true;
+      for (const chunk of batch) meter(chunk, request, state);
+      return sink.passThrough!(batch, request.model);
+    };
+    if (!relay(stream.first)) await sink.drain(idleMs);
+    return new Promise((resolve) => {
+      stream.start({
+        chunks(batch) {
+          if (relay(batch)) return true;
+          void sink.drain(idleMs).then(() => stream.resume());
+          return false;
+        },
+        end: resolve,
+      });
+    });
   }
 
   /** A request that got no answer: nothing generated; a client that left after it went upstream pays its prompt. */
@@ -391,6 +422,27 @@ export class ChatGateway {
   #refuse(error: GatewayError): GatewayError {
     this.#o.metrics.rejected.inc({ code: error.code });
     return error;
+  }
+}
+
+interface RelayState {
+  generated: string;
+  usage: ChatChunk['usage'];
+}
+
+/** Counts a chunk toward the answer (its usage, or the text to estimate from); a parsed one gets the public id. */
+function meter(chunk: PassChunk, request: ChatRequest, state: RelayState): void {
+  if (chunk instanceof RawChunk) {
+    state.generated += chunk.text;
+    return;
+  }
+  chunk.model = request.model;
+  if (isUsage(chunk.usage)) state.usage = chunk.usage;
+  for (const choice of chunk.choices) {
+    const delta = choice.delta;
+    if (typeof delta?.content === 'string') state.generated += delta.content;
+    for (const call of delta?.tool_calls ?? [])
+      state.generated += (call.function?.name ?? '') + (call.function?.arguments ?? '');
   }
 }
 

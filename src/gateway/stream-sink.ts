@@ -1,12 +1,13 @@
 import type { GatewayError } from '../shared/gateway-error.ts';
 import type { ChatChunk, Usage } from './chat-types.ts';
+import type { PassChunk } from './raw-chunk.ts';
 
 /** Where a streamed answer's text goes: the HTTP layer's SSE writer, or anything else that can take text. */
 export interface TextSink {
   /** Sends the status line and headers; nothing may be retried after this. */
   open(headers: Record<string, string>): void;
   /** Writes one piece; false when the client is not keeping up (await drain). Nothing once ended or closed. */
-  write(data: string): boolean;
+  write(data: string | Buffer): boolean;
   /**
    * Waits until the client has taken what was written. A client that has not caught up after `timeoutMs` is cut
    * off (the sink closes): one that stops reading can hold neither memory nor the upstream call for long.
@@ -14,6 +15,8 @@ export interface TextSink {
   drain(timeoutMs: number): Promise<void>;
   /** Ends the answer; safe to call more than once and after the client has gone. */
   end(): void;
+  /** Optional: writes `last` and ends the answer, in one write with the end of the body. */
+  endWith?(last: string): void;
   /** True once the client has gone. */
   readonly closed: boolean;
   onClose(listener: () => void): void;
@@ -30,6 +33,12 @@ export interface StreamSink extends Omit<TextSink, 'write'> {
    * the upstream's usage when it carries it. False when the client is not keeping up (await drain).
    */
   chunk(chunk: ChatChunk): boolean;
+  /**
+   * The fast path, offered only by a front door whose protocol is chat completions: the chunks one upstream read
+   * completed (parsed ones with `model` already the public id, raw ones with `model` to be set to `model`), written
+   * in one write. False when the client is not keeping up (await drain).
+   */
+  passThrough?(batch: readonly PassChunk[], model: string): boolean;
   /** The answer is whole; `usage` is the upstream's, or the gateway's own count when it sent none. */
   complete(usage: Usage): void;
   /** The upstream failed after the first chunk: the answer is incomplete. */

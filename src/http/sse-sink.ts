@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ChatChunk } from '../gateway/chat-types.ts';
+import { type PassChunk, RawChunk } from '../gateway/raw-chunk.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 
 /**
@@ -51,6 +52,11 @@ export function createSseSink(response: ServerResponse, baseHeaders: Record<stri
       ended = true;
       response.end();
     },
+    endWith(last) {
+      if (closed || ended) return;
+      ended = true;
+      response.end(last);
+    },
     get closed() {
       return closed;
     },
@@ -64,39 +70,133 @@ export function createSseSink(response: ServerResponse, baseHeaders: Record<stri
 /**
  * The chat-completions front door's encoder: each chunk as one `data:` line, as the upstream sent it (but for the
  * public model id); the usage chunk only when the client asked for it (`stream_options.include_usage`), once;
- * `[DONE]` at the end; an upstream failure mid-way as one error event, without `[DONE]`.
+ * `[DONE]` at the end; an upstream failure mid-way as one error event, without `[DONE]`. On the fast path a raw
+ * chunk's bytes are copied with only its `model` value replaced (and `"usage":null` left out for a client that did
+ * not ask for usage), and what one upstream read brought goes out in one write.
  */
 export function chatCompletionsSink(text: TextSink, includeUsage: boolean): StreamSink {
-  let first: ChatChunk | undefined;
+  let first: PassChunk | undefined;
   let forwardedUsage = false;
+  /** `[DONE]`, once the answer is whole, when the text sink can write it with the end of the body. */
+  let done: string | undefined;
+  let model: string | undefined;
+  let modelBytes = EMPTY;
+  /** A parsed chunk's event, or undefined when it is not for this client. */
+  const encode = (chunk: ChatChunk): string | undefined => {
+    if (!includeUsage) {
+      if (chunk.choices.length === 0) return undefined;
+      if ('usage' in chunk) delete chunk.usage;
+    } else if (isUsage(chunk.usage)) {
+      // The upstream's usage goes out as it sent it (on its own chunk or on the last content chunk), once.
+      forwardedUsage = true;
+    }
+    return `data: ${JSON.stringify(chunk)}\n\n`;
+  };
   return {
     open: (headers) => text.open(headers),
     chunk(chunk) {
       first ??= chunk;
-      if (!includeUsage) {
-        if (chunk.choices.length === 0) return true;
-        if ('usage' in chunk) delete chunk.usage;
-      } else if (isUsage(chunk.usage)) {
-        // The upstream's usage goes out as it sent it (on its own chunk or on the last content chunk), once.
-        forwardedUsage = true;
+      const event = encode(chunk);
+      return event === undefined || text.write(event);
+    },
+    passThrough(batch, publicModel) {
+      if (publicModel !== model) {
+        model = publicModel;
+        modelBytes = Buffer.from(JSON.stringify(publicModel));
       }
-      return text.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      first ??= batch[0];
+      // Two passes: the size of what goes out, then one buffer of exactly that size, copied into.
+      let size = 0;
+      const events: (string | undefined)[] = [];
+      for (const chunk of batch) {
+        if (chunk instanceof RawChunk) {
+          size += rawEventSize(chunk, modelBytes, !includeUsage);
+          events.push(undefined);
+        } else {
+          const event = encode(chunk);
+          events.push(event);
+          if (event !== undefined) size += Buffer.byteLength(event);
+        }
+      }
+      if (size === 0) return true;
+      const out = Buffer.allocUnsafe(size);
+      let at = 0;
+      for (const [index, chunk] of batch.entries()) {
+        if (chunk instanceof RawChunk) at = copyRawEvent(out, at, chunk, modelBytes, !includeUsage);
+        else if (events[index] !== undefined) at += out.write(events[index], at);
+      }
+      return text.write(out);
     },
     complete(usage) {
-      if (includeUsage && !forwardedUsage && first !== undefined)
+      if (includeUsage && !forwardedUsage && first !== undefined) {
+        const {
+          id,
+          created,
+          model: firstModel,
+        } = first instanceof RawChunk ? parsedRaw(first, model) : first;
         text.write(
-          `data: ${JSON.stringify({ id: first.id, object: 'chat.completion.chunk', created: first.created, model: first.model, choices: [], usage })}\n\n`,
+          `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: firstModel, choices: [], usage })}\n\n`,
         );
-      text.write('data: [DONE]\n\n');
+      }
+      if (text.endWith) done = DONE_EVENT;
+      else text.write(DONE_EVENT);
     },
     fail: (error) => void text.write(`data: ${JSON.stringify(error.toBody())}\n\n`),
     drain: (timeoutMs) => text.drain(timeoutMs),
-    end: () => text.end(),
+    end: () => (done === undefined ? text.end() : text.endWith!(done)),
     get closed() {
       return text.closed;
     },
     onClose: (listener) => text.onClose(listener),
   };
+}
+
+const EMPTY = Buffer.alloc(0);
+const DONE_EVENT = 'data: [DONE]\n\n';
+const DATA_PREFIX = Buffer.from('data: ');
+const EVENT_END = Buffer.from('\n\n');
+
+/** The bytes of a raw chunk's event: `data: `, the chunk with its model replaced (and its usage cut), two LFs. */
+function rawEventSize(chunk: RawChunk, model: Buffer, cutUsage: boolean): number {
+  const cut = cutUsage && chunk.usageStart !== -1 ? chunk.usageEnd - chunk.usageStart : 0;
+  return (
+    DATA_PREFIX.length +
+    chunk.bytes.length -
+    (chunk.modelEnd - chunk.modelStart) +
+    model.length -
+    cut +
+    EVENT_END.length
+  );
+}
+
+/** Copies a raw chunk's event into `out` at `at` (see rawEventSize); returns where it ends. */
+function copyRawEvent(out: Buffer, at: number, chunk: RawChunk, model: Buffer, cutUsage: boolean): number {
+  const bytes = chunk.bytes;
+  at += DATA_PREFIX.copy(out, at);
+  const cut = cutUsage && chunk.usageStart !== -1;
+  // The pieces kept, in order: up to the first of model and usage, between them, after the last.
+  if (!cut) {
+    at += bytes.copy(out, at, 0, chunk.modelStart);
+    at += model.copy(out, at);
+    at += bytes.copy(out, at, chunk.modelEnd);
+  } else if (chunk.usageStart < chunk.modelStart) {
+    at += bytes.copy(out, at, 0, chunk.usageStart);
+    at += bytes.copy(out, at, chunk.usageEnd, chunk.modelStart);
+    at += model.copy(out, at);
+    at += bytes.copy(out, at, chunk.modelEnd);
+  } else {
+    at += bytes.copy(out, at, 0, chunk.modelStart);
+    at += model.copy(out, at);
+    at += bytes.copy(out, at, chunk.modelEnd, chunk.usageStart);
+    at += bytes.copy(out, at, chunk.usageEnd);
+  }
+  return at + EVENT_END.copy(out, at);
+}
+
+/** The first chunk's id and creation time, read when a usage chunk must be made up for it (rare). */
+function parsedRaw(chunk: RawChunk, model: string | undefined): Pick<ChatChunk, 'id' | 'created' | 'model'> {
+  const { id, created } = JSON.parse(chunk.bytes.toString()) as ChatChunk;
+  return { id, created, model: model ?? '' };
 }
 
 const isUsage = (value: unknown): boolean => {

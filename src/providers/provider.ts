@@ -1,4 +1,5 @@
 import type { ChatChunk, ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
+import type { PassChunk } from '../gateway/raw-chunk.ts';
 
 export interface ProviderCall {
   request: ChatRequest;
@@ -17,6 +18,11 @@ export interface Provider {
   complete(call: ProviderCall): Promise<ChatCompletion>;
   /** Streamed chunks, in upstream order; throws ProviderError on any failure, before or during the stream. */
   stream(call: ProviderCall): AsyncIterable<ChatChunk>;
+  /**
+   * The fast path, for an upstream that speaks chat completions itself: resolves once the first chunk arrived,
+   * rejects with a ProviderError before that (as `stream` would throw). Absent when the upstream needs translation.
+   */
+  passThrough?(call: ProviderCall): Promise<PassThroughStream>;
   close(): Promise<void>;
 }
 
@@ -65,4 +71,25 @@ export function statusError(
       : Math.max(0, Date.parse(header) - now) || undefined;
   }
   return new ProviderError('status', message, { status, retryAfterMs });
+}
+
+/** Receives a pass-through stream's chunks as each upstream read completes them. */
+export interface PassThroughHandler {
+  /** The chunks one upstream read completed, in order; false pauses the stream until `resume()`. */
+  chunks(batch: PassChunk[]): boolean;
+  /** The stream is over: after its terminal event, or with the failure (a ProviderError). Called once. */
+  end(failure: ProviderError | undefined): void;
+}
+
+/**
+ * A stream whose upstream speaks the client's protocol (chat completions), read without an async step per chunk:
+ * the first chunks are there when it opens, the rest go to the handler given to `start`.
+ */
+export interface PassThroughStream {
+  /** The chunks of the read that brought the first one. */
+  readonly first: PassChunk[];
+  /** Hands everything after `first` to `handler`, as it arrives. */
+  start(handler: PassThroughHandler): void;
+  /** Goes on after `chunks` returned false. */
+  resume(): void;
 }

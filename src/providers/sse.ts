@@ -62,3 +62,121 @@ export async function* parseSse(body: AsyncIterable<Buffer | string>): AsyncGene
   }
   if (data.length > 0) yield { event, data: data.join('\n') };
 }
+
+const LF = 10;
+const CR = 13;
+const COLON = 58;
+const SPACE = 32;
+const NEWLINE = Buffer.from('\n');
+
+/**
+ * The same WHATWG rules as parseSse, on bytes, for the pass-through path: each upstream read is scanned for line
+ * ends (no decoding, no strings), and each complete event's data is handed over as bytes, in order. Only a line
+ * that is not finished at the end of a read is kept (and the data lines of an event not yet dispatched), so a
+ * character or an event split between reads is whole when it is handed over. Event names are not kept: the
+ * chat-completions protocol does not use them.
+ */
+export class SseByteScanner {
+  /** The unfinished line at the end of the last read. */
+  #pending: Buffer | undefined;
+  /** The data lines of the event being read. */
+  #data: Buffer[] = [];
+  #dataBytes = 0;
+  /** The last read ended with a CR: an LF that starts the next one belongs to it. */
+  #afterCr = false;
+
+  /**
+   * Scans one read; `onEvent` gets each event's data as it completes and returns false to stop (the rest of the
+   * read is dropped: the caller is done with the stream). An event over 16 MiB is a `protocol` ProviderError.
+   */
+  push(read: Buffer, onEvent: (data: Buffer) => boolean): void {
+    let buffer = read;
+    let start = 0;
+    if (this.#afterCr) {
+      this.#afterCr = false;
+      if (buffer.length > 0 && buffer[0] === LF) start = 1;
+    }
+    if (this.#pending !== undefined) {
+      buffer = Buffer.concat([this.#pending, buffer.subarray(start)]);
+      start = 0;
+      this.#pending = undefined;
+    }
+    const hasCr = buffer.indexOf(CR, start) !== -1;
+    while (start < buffer.length) {
+      let end: number;
+      let next: number;
+      if (!hasCr) {
+        end = buffer.indexOf(LF, start);
+        if (end === -1) break;
+        next = end + 1;
+      } else {
+        end = start;
+        while (end < buffer.length && buffer[end] !== LF && buffer[end] !== CR) end++;
+        if (end === buffer.length) break;
+        next = end + 1;
+        if (buffer[end] === CR) {
+          if (next === buffer.length) this.#afterCr = true;
+          else if (buffer[next] === LF) next++;
+        }
+      }
+      if (!this.#line(buffer, start, end, onEvent)) return;
+      start = next;
+    }
+    if (start < buffer.length) {
+      this.#pending = buffer.subarray(start);
+      if (this.#pending.length + this.#dataBytes > MAX_EVENT_CHARS)
+        throw new ProviderError('protocol', 'upstream sent a stream event over 16 MiB');
+    }
+  }
+
+  /** The stream ended: an event cut inside its last line is still given, as parseSse does. */
+  finish(onEvent: (data: Buffer) => boolean): void {
+    const pending = this.#pending;
+    this.#pending = undefined;
+    if (pending !== undefined && isField(pending, 0, pending.length, DATA))
+      this.#data.push(valueOf(pending, 0, pending.length));
+    if (this.#data.length > 0) onEvent(this.#take());
+  }
+
+  #line(buffer: Buffer, start: number, end: number, onEvent: (data: Buffer) => boolean): boolean {
+    if (start === end) return this.#data.length === 0 || onEvent(this.#take());
+    if (isField(buffer, start, end, DATA)) {
+      const value = valueOf(buffer, start, end);
+      this.#data.push(value);
+      this.#dataBytes += value.length;
+    }
+    return true;
+  }
+
+  #take(): Buffer {
+    const data = this.#data;
+    this.#data = [];
+    this.#dataBytes = 0;
+    if (data.length === 1) return data[0]!;
+    const joined: Buffer[] = [];
+    for (const [index, line] of data.entries()) {
+      if (index > 0) joined.push(NEWLINE);
+      joined.push(line);
+    }
+    return Buffer.concat(joined);
+  }
+}
+
+const DATA = Buffer.from('data');
+
+/** True when the line's field name (before its first colon, or the whole line) is `name`. */
+function isField(buffer: Buffer, start: number, end: number, name: Buffer): boolean {
+  const length = name.length;
+  if (end - start < length) return false;
+  if (end - start > length && buffer[start + length] !== COLON) return false;
+  for (let i = 0; i < length; i++) if (buffer[start + i] !== name[i]) return false;
+  return true;
+}
+
+/** A field's value: after its colon and one space. */
+function valueOf(buffer: Buffer, start: number, end: number): Buffer {
+  let from = start + DATA.length + 1;
+  if (from > end) return buffer.subarray(end, end);
+  if (buffer[from] === SPACE) from++;
+  return buffer.subarray(from, end);
+}

@@ -1,7 +1,8 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { TimeoutsConfig } from '../config/config.ts';
-import { ProviderError, statusError } from './provider.ts';
-import { parseSse, type SseEvent } from './sse.ts';
+import type { PassChunk } from '../gateway/raw-chunk.ts';
+import { type PassThroughHandler, type PassThroughStream, ProviderError, statusError } from './provider.ts';
+import { parseSse, SseByteScanner, type SseEvent } from './sse.ts';
 
 export interface UpstreamResponse {
   status: number;
@@ -28,8 +29,24 @@ export interface UpstreamClient {
     body: string,
     signal: AbortSignal,
   ): Promise<unknown>;
+  /**
+   * The pass-through fast path: sends a stream request and reads its events off undici's dispatch callbacks, with
+   * no body stream and no promise per chunk. `decode` turns each event's data into a chunk, `DONE` for the
+   * terminal event, or throws a ProviderError. Resolves once a read brought the first chunk; rejects with a
+   * ProviderError for anything before that (an error status, a failure, a stream with no chunk).
+   */
+  postEvents(
+    path: string,
+    headers: Record<string, string>,
+    body: string,
+    signal: AbortSignal,
+    decode: (data: Buffer) => PassChunk | typeof DONE,
+  ): Promise<PassThroughStream>;
   close(): Promise<void>;
 }
+
+/** What `decode` answers for the stream's terminal event. */
+export const DONE = Symbol('done');
 
 /** The most of a whole (non-streamed) answer that is read: far above any model's longest completion. */
 const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
@@ -111,8 +128,215 @@ export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig):
         });
       });
     },
+    postEvents(path, headers, body, signal, decode) {
+      return new Promise((resolve, reject) => {
+        if (signal.aborted) return reject(toProviderError(signal.reason, signal));
+        const reader = new EventReader(signal, decode, resolve, reject);
+        signal.addEventListener('abort', reader.onAbort, { once: true });
+        pool.dispatch(requestOf(path, headers, body), reader);
+      });
+    },
     close: () => pool.close(),
   };
+}
+
+/** What is read off a stream after its terminal event before the connection is given up rather than reused. */
+const MAX_BYTES_AFTER_END = 64 * 1024;
+/** The most of an error answer that is read. */
+const MAX_ERROR_BYTES = 16 * 1024;
+
+/**
+ * One pass-through stream, as undici's dispatch handler: each read is scanned for events, decoded, and handed over
+ * in one batch. Before the first chunk it settles the `postEvents` promise; after it, it calls the stream's
+ * handler (chunks read while there is none yet, or while it is paused, wait in `#queued`).
+ */
+class EventReader implements Dispatcher.DispatchHandler, PassThroughStream {
+  first: PassChunk[] = [];
+  readonly #signal: AbortSignal;
+  readonly #decode: (data: Buffer) => PassChunk | typeof DONE;
+  #resolve: ((stream: PassThroughStream) => void) | undefined;
+  readonly #reject: (error: ProviderError) => void;
+  readonly #scanner = new SseByteScanner();
+  #controller: Dispatcher.DispatchController | undefined;
+  #status = 0;
+  #headers: UpstreamResponse['headers'] = {};
+  #errorChunks: Buffer[] = [];
+  #errorBytes = 0;
+  #handler: PassThroughHandler | undefined;
+  #queued: PassChunk[] = [];
+  #paused = false;
+  /** The stream's outcome is known: its terminal event came, or it failed. */
+  #over = false;
+  #failure: ProviderError | undefined;
+  #ended = false;
+  #bytesAfterEnd = 0;
+  /** Set while one read is scanned. */
+  #batch: PassChunk[] = [];
+  #readFailure: ProviderError | undefined;
+  #readDone = false;
+
+  constructor(
+    signal: AbortSignal,
+    decode: (data: Buffer) => PassChunk | typeof DONE,
+    resolve: (stream: PassThroughStream) => void,
+    reject: (error: ProviderError) => void,
+  ) {
+    this.#signal = signal;
+    this.#decode = decode;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  readonly onAbort = (): void => this.#controller?.abort(new ProviderError('aborted', 'request aborted'));
+
+  start(handler: PassThroughHandler): void {
+    this.#handler = handler;
+    this.resume();
+  }
+
+  resume(): void {
+    this.#paused = false;
+    if (this.#queued.length > 0) {
+      const batch = this.#queued;
+      this.#queued = [];
+      if (!this.#handler!.chunks(batch)) {
+        this.#paused = true;
+        this.#controller?.pause();
+        return;
+      }
+    }
+    if (this.#over) this.#end();
+    else this.#controller?.resume();
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#signal.aborted) controller.abort(new ProviderError('aborted', 'request aborted'));
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: UpstreamResponse['headers'],
+  ): void {
+    this.#status = statusCode;
+    this.#headers = headers;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#status !== 200) {
+      // An error answer: its start is enough (an error page can be any size).
+      if (this.#errorBytes < MAX_ERROR_BYTES) this.#errorChunks.push(chunk);
+      this.#errorBytes += chunk.length;
+      if (this.#errorBytes >= MAX_ERROR_BYTES) {
+        this.#rejectWithAnswer();
+        controller.abort(new ProviderError('protocol', 'error answer read'));
+      }
+      return;
+    }
+    if (this.#over) {
+      // After the terminal event only the answer's end is awaited, so that the connection is reused.
+      this.#bytesAfterEnd += chunk.length;
+      if (this.#bytesAfterEnd > MAX_BYTES_AFTER_END)
+        controller.abort(new Error('stream went on after its end'));
+      return;
+    }
+    try {
+      this.#scanner.push(chunk, this.#onEvent);
+    } catch (error) {
+      this.#readFailure = toProviderError(error, this.#signal);
+    }
+    this.#settleRead();
+  }
+
+  onResponseEnd(): void {
+    this.#signal.removeEventListener('abort', this.onAbort);
+    if (this.#status !== 200) return this.#rejectWithAnswer();
+    if (this.#over) return;
+    this.#scanner.finish(this.#onEvent);
+    if (!this.#readDone && this.#readFailure === undefined)
+      this.#readFailure = new ProviderError('protocol', 'upstream stream ended without [DONE]');
+    this.#settleRead();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.#signal.removeEventListener('abort', this.onAbort);
+    if (this.#over) return;
+    this.#fail(toProviderError(error, this.#signal));
+  }
+
+  readonly #onEvent = (data: Buffer): boolean => {
+    try {
+      const chunk = this.#decode(data);
+      if (chunk === DONE) {
+        this.#readDone = true;
+        return false;
+      }
+      this.#batch.push(chunk);
+      return true;
+    } catch (error) {
+      this.#readFailure = toProviderError(error, this.#signal);
+      return false;
+    }
+  };
+
+  /** Hands over what one read completed, then its terminal event or failure, in that order. */
+  #settleRead(): void {
+    const batch = this.#batch;
+    if (batch.length > 0) {
+      this.#batch = [];
+      if (this.#resolve !== undefined) {
+        this.first = batch;
+        const resolve = this.#resolve;
+        this.#resolve = undefined;
+        resolve(this);
+      } else if (this.#handler === undefined || this.#paused || this.#queued.length > 0) {
+        // Nobody to take them yet (or not keeping up): they wait, and the upstream waits with them.
+        for (const chunk of batch) this.#queued.push(chunk);
+        this.#controller?.pause();
+      } else if (!this.#handler.chunks(batch)) {
+        this.#paused = true;
+        this.#controller?.pause();
+      }
+    }
+    if (this.#readFailure !== undefined) {
+      const failure = this.#readFailure;
+      this.#readFailure = undefined;
+      this.#fail(failure);
+      // The upstream call is given up: a stream that broke is not read further.
+      this.#controller?.abort(failure);
+    } else if (this.#readDone) {
+      this.#readDone = false;
+      this.#over = true;
+      if (this.#resolve !== undefined) this.#fail(new ProviderError('protocol', 'upstream stream was empty'));
+      else this.#end();
+    }
+  }
+
+  #fail(failure: ProviderError): void {
+    if (this.#over && this.#failure !== undefined) return;
+    this.#over = true;
+    this.#failure = failure;
+    if (this.#resolve !== undefined) {
+      this.#resolve = undefined;
+      this.#reject(failure);
+    } else this.#end();
+  }
+
+  /** Tells the handler the stream is over, once it has taken every chunk. */
+  #end(): void {
+    if (this.#ended || this.#handler === undefined || this.#paused || this.#queued.length > 0) return;
+    this.#ended = true;
+    this.#handler.end(this.#failure);
+  }
+
+  #rejectWithAnswer(): void {
+    if (this.#resolve === undefined) return;
+    this.#resolve = undefined;
+    this.#over = true;
+    const text = Buffer.concat(this.#errorChunks).toString().slice(0, 4096);
+    this.#reject(errorFromAnswer(this.#status, this.#headers, text));
+  }
 }
 
 /** A stream event's JSON data; a `protocol` ProviderError when it is not JSON (the caller checks its shape). */

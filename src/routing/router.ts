@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeploymentConfig, ModelConfig, RoutingConfig } from '../config/config.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
-import { type Provider, ProviderError } from '../providers/provider.ts';
+import { type PassThroughStream, type Provider, ProviderError } from '../providers/provider.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
 import { CircuitBreaker } from './circuit-breaker.ts';
@@ -25,10 +25,10 @@ export interface Attempted<T> {
   upstreamStartedAt: number;
 }
 
-export interface OpenedStream {
-  first: ChatChunk;
-  rest: AsyncIterator<ChatChunk>;
-}
+/** A stream as canonical chunks, or (`passThrough`) the fast path's, when the deployment's provider has one. */
+export type OpenedStream =
+  | { first: ChatChunk; rest: AsyncIterator<ChatChunk>; passThrough?: undefined }
+  | { passThrough: PassThroughStream };
 
 export interface RouterEvents {
   upstreamError(deployment: string, provider: string, failure: string): void;
@@ -96,19 +96,26 @@ export class Router {
     );
   }
 
-  /** A stream from the first deployment that delivers a first chunk; the rest is the caller's to read. */
+  /**
+   * A stream from the first deployment that delivers a first chunk; the rest is the caller's to read. With
+   * `passThrough` (the client speaks chat completions), a deployment whose provider has the fast path uses it.
+   */
   openStream(
     request: ChatRequest,
     signal: AbortSignal,
     defaultMaxTokens: number,
+    passThrough = false,
   ): Promise<Attempted<OpenedStream>> {
-    return this.#attempt(request, signal, async (deployment, shaped) => {
-      const chunks = deployment.provider.stream({
+    return this.#attempt(request, signal, async (deployment, shaped): Promise<OpenedStream> => {
+      const call = {
         request: shaped,
         upstreamModel: deployment.config.upstreamModel,
         signal,
         defaultMaxTokens,
-      });
+      };
+      if (passThrough && deployment.provider.passThrough)
+        return { passThrough: await deployment.provider.passThrough(call) };
+      const chunks = deployment.provider.stream(call);
       const iterator = chunks[Symbol.asyncIterator]();
       const first = await iterator.next();
       if (first.done) throw new ProviderError('protocol', 'upstream stream was empty');

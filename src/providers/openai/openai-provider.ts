@@ -1,8 +1,11 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
 import type { ChatChunk, ChatCompletion } from '../../gateway/chat-types.ts';
-import { type Provider, ProviderError } from '../provider.ts';
+import { type Provider, type ProviderCall, ProviderError } from '../provider.ts';
+import { scanChunk } from './scan-chunk.ts';
+import type { PassChunk } from '../../gateway/raw-chunk.ts';
 import {
   createUpstreamClient,
+  DONE,
   parseEventData,
   readEvents,
   releaseBody,
@@ -36,18 +39,7 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
       return parsed;
     },
     async *stream(call) {
-      const body = {
-        ...call.request.body,
-        model: call.upstreamModel,
-        stream: true,
-        stream_options: { include_usage: true },
-      };
-      const response = await client.post(
-        '/chat/completions',
-        streamHeaders,
-        JSON.stringify(body),
-        call.signal,
-      );
+      const response = await client.post('/chat/completions', streamHeaders, streamBody(call), call.signal);
       if (response.status !== 200) throw await errorFromResponse(response);
       let finished = false;
       try {
@@ -56,14 +48,7 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
             finished = true;
             return;
           }
-          const chunk = parseEventData(event.data);
-          if (isErrorEvent(chunk))
-            throw new ProviderError('status', chunk.error.message ?? 'upstream stream error', {
-              status: 500,
-            });
-          if (!isChunk(chunk))
-            throw new ProviderError('protocol', 'upstream sent an event that is not a chat completion chunk');
-          yield chunk;
+          yield checkedChunk(parseEventData(event.data));
         }
       } catch (error) {
         throw toProviderError(error, call.signal);
@@ -72,8 +57,38 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
       }
       throw new ProviderError('protocol', 'upstream stream ended without [DONE]');
     },
+    passThrough: (call) =>
+      client.postEvents('/chat/completions', streamHeaders, streamBody(call), call.signal, decodeEvent),
     close: () => client.close(),
   };
+}
+
+const streamBody = (call: ProviderCall): string =>
+  JSON.stringify({
+    ...call.request.body,
+    model: call.upstreamModel,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+
+/** A stream event's JSON as a chunk; the upstream's in-band error, or a protocol error for anything else. */
+function checkedChunk(value: unknown): ChatChunk {
+  if (isErrorEvent(value))
+    throw new ProviderError('status', value.error.message ?? 'upstream stream error', { status: 500 });
+  if (!isChunk(value))
+    throw new ProviderError('protocol', 'upstream sent an event that is not a chat completion chunk');
+  return value;
+}
+
+const DONE_BYTES = Buffer.from('[DONE]');
+
+/**
+ * The fast path's reading of one event: `[DONE]`; a chunk checked and passed through as bytes (scanChunk); or,
+ * for any chunk the scan leaves to a parse, the same parse and checks as the canonical path.
+ */
+function decodeEvent(data: Buffer): PassChunk | typeof DONE {
+  if (data.equals(DONE_BYTES)) return DONE;
+  return scanChunk(data) ?? checkedChunk(parseEventData(data.toString()));
 }
 
 // Lenient checks on what upstreams answer: the fields we rely on, nothing more.

@@ -10,7 +10,14 @@ import type {
   ToolCall,
   ToolDefinition,
 } from '../../gateway/chat-types.ts';
-import { type Provider, ProviderError } from '../provider.ts';
+import type { PassChunk } from '../../gateway/raw-chunk.ts';
+import {
+  type PassThroughHandler,
+  type PassThroughStream,
+  type Provider,
+  type ProviderCall,
+  ProviderError,
+} from '../provider.ts';
 import { schemaInstance } from './schema-instance.ts';
 
 const WORDS = (
@@ -75,57 +82,143 @@ export function createSimulatorProvider(options: {
       return completion;
     },
     async *stream(call) {
-      const answer = compose(call.request);
-      const promptTokens = countPromptTokens(call.request.messages, call.request.tools);
-      const base = {
-        id: `chatcmpl-sim${nextId()}`,
-        object: 'chat.completion.chunk' as const,
-        created: Math.floor(Date.now() / 1000),
-        model: call.upstreamModel,
-      };
-      const chunk = (
-        delta: ChatChunk['choices'][number]['delta'],
-        finish: FinishReason | null = null,
-      ): ChatChunk => ({
-        ...base,
-        choices: [{ index: 0, delta, finish_reason: finish }],
-      });
-      await pause(options.firstTokenMs, call.signal);
-      if (answer.toolCall) {
-        const { id, function: fn } = answer.toolCall;
-        yield chunk({
-          role: 'assistant',
-          content: null,
-          tool_calls: [{ index: 0, id, type: 'function', function: { name: fn.name, arguments: '' } }],
-        });
-        await pause(options.chunkIntervalMs, call.signal);
-        yield chunk({ tool_calls: [{ index: 0, function: { arguments: fn.arguments } }] });
-      } else {
-        const logprobs = wantsLogprobs(call.request);
-        // JSON has no spaces to split at: it streams in short runs of characters, as a model's tokens arrive.
-        const pieces = call.request.responseFormat
-          ? (answer.text.match(/[^]{1,12}/g) ?? [''])
-          : answer.text.split(/(?= )/);
-        for (const [index, piece] of pieces.entries()) {
-          if (index > 0) await pause(options.chunkIntervalMs, call.signal);
-          const next = chunk(index === 0 ? { role: 'assistant', content: piece } : { content: piece });
-          if (logprobs) next.choices[0]!.logprobs = logprobsOf(piece, call.request);
-          yield next;
-        }
+      for (const step of plan(call, options)) {
+        await pause(step.afterMs, call.signal);
+        yield step.chunk;
       }
-      yield chunk({}, answer.finishReason);
-      yield {
-        ...base,
-        choices: [],
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: answer.completionTokens,
-          total_tokens: promptTokens + answer.completionTokens,
-        },
-      };
     },
+    passThrough: (call) => passThrough(plan(call, options), call.signal),
     async close() {},
   };
+}
+
+/** One chunk of a simulated stream and how long after the one before it (or the request) it comes. */
+interface Step {
+  chunk: ChatChunk;
+  afterMs: number;
+}
+
+/** The chunks the simulator streams for `call`, in order, with their pace: the answer is known in advance. */
+function plan(call: ProviderCall, options: { chunkIntervalMs: number; firstTokenMs: number }): Step[] {
+  const answer = compose(call.request);
+  const promptTokens = countPromptTokens(call.request.messages, call.request.tools);
+  const base = {
+    id: `chatcmpl-sim${nextId()}`,
+    object: 'chat.completion.chunk' as const,
+    created: Math.floor(Date.now() / 1000),
+    model: call.upstreamModel,
+  };
+  const chunk = (
+    delta: ChatChunk['choices'][number]['delta'],
+    finish: FinishReason | null = null,
+  ): ChatChunk => ({
+    ...base,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
+  const steps: Step[] = [];
+  const add = (next: ChatChunk, afterMs: number): number => steps.push({ chunk: next, afterMs });
+  if (answer.toolCall) {
+    const { id, function: fn } = answer.toolCall;
+    add(
+      chunk({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ index: 0, id, type: 'function', function: { name: fn.name, arguments: '' } }],
+      }),
+      options.firstTokenMs,
+    );
+    add(
+      chunk({ tool_calls: [{ index: 0, function: { arguments: fn.arguments } }] }),
+      options.chunkIntervalMs,
+    );
+  } else {
+    const logprobs = wantsLogprobs(call.request);
+    // JSON has no spaces to split at: it streams in short runs of characters, as a model's tokens arrive.
+    const pieces = call.request.responseFormat
+      ? (answer.text.match(/[^]{1,12}/g) ?? [''])
+      : answer.text.split(/(?= )/);
+    for (const [index, piece] of pieces.entries()) {
+      const next = chunk(index === 0 ? { role: 'assistant', content: piece } : { content: piece });
+      if (logprobs) next.choices[0]!.logprobs = logprobsOf(piece, call.request);
+      add(next, index === 0 ? options.firstTokenMs : options.chunkIntervalMs);
+    }
+  }
+  add(chunk({}, answer.finishReason), 0);
+  add(
+    {
+      ...base,
+      choices: [],
+      usage: {
+        prompt_tokens: promptTokens,
+        completion_tokens: answer.completionTokens,
+        total_tokens: promptTokens + answer.completionTokens,
+      },
+    },
+    0,
+  );
+  return steps;
+}
+
+/**
+ * The fast path: the same chunks at the same pace, from timers rather than an async generator. Chunks due at the
+ * same moment (no pause between them) go in one batch, as one upstream read would bring them.
+ */
+function passThrough(steps: Step[], signal: AbortSignal): Promise<PassThroughStream> {
+  return new Promise((resolve, reject) => {
+    let next = 0;
+    let handler: PassThroughHandler | undefined;
+    let paused = false;
+    let over = false;
+    let timer: NodeJS.Timeout | undefined;
+    const end = (failure: ProviderError | undefined): void => {
+      if (over) return;
+      over = true;
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      handler!.end(failure);
+    };
+    const dueNow = (): PassChunk[] => {
+      const batch = [steps[next++]!.chunk];
+      while (next < steps.length && steps[next]!.afterMs <= 0) batch.push(steps[next++]!.chunk);
+      return batch;
+    };
+    const onAbort = (): void => {
+      const aborted = new ProviderError('aborted', 'request aborted');
+      if (handler === undefined) {
+        clearTimeout(timer);
+        reject(aborted);
+      } else end(aborted);
+    };
+    // Schedules the next batch, or ends the stream; nothing while paused (resume goes on).
+    const go = (): void => {
+      if (paused || over || handler === undefined) return;
+      if (next === steps.length) return end(undefined);
+      timer = setTimeout(() => {
+        if (!handler!.chunks(dueNow())) paused = true;
+        go();
+      }, steps[next]!.afterMs);
+    };
+    const stream: PassThroughStream = {
+      first: [],
+      start(given) {
+        handler = given;
+        go();
+      },
+      resume() {
+        paused = false;
+        go();
+      },
+    };
+    if (signal.aborted) return reject(new ProviderError('aborted', 'request aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    const open = (): void => {
+      stream.first.push(...dueNow());
+      resolve(stream);
+    };
+    // No first-token delay: the first chunks are there at once (a timer would wait a millisecond at least).
+    if (steps[0]!.afterMs <= 0) open();
+    else timer = setTimeout(open, steps[0]!.afterMs);
+  });
 }
 
 async function pause(ms: number, signal: AbortSignal): Promise<void> {

@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ChatChunk } from '../gateway/chat-types.ts';
+import type { PassChunk } from '../gateway/raw-chunk.ts';
+import type { TextSink } from '../gateway/stream-sink.ts';
+import { scanChunk } from '../providers/openai/scan-chunk.ts';
+import { chatCompletionsSink } from './sse-sink.ts';
+
+/** A text sink that keeps each write as text. */
+function recorder(): TextSink & { writes: string[] } {
+  const writes: string[] = [];
+  return {
+    writes,
+    open() {},
+    write(data) {
+      writes.push(data.toString());
+      return true;
+    },
+    drain: () => Promise.resolve(),
+    end() {},
+    closed: false,
+    onClose() {},
+  };
+}
+
+const raw = (fields: Record<string, unknown>): PassChunk =>
+  scanChunk(
+    Buffer.from(
+      JSON.stringify({
+        id: 'c1',
+        object: 'chat.completion.chunk',
+        created: 5,
+        model: 'up-model',
+        choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: null }],
+        ...fields,
+      }),
+    ),
+  )!;
+
+const events = (write: string): unknown[] =>
+  write
+    .split('\n\n')
+    .filter(Boolean)
+    .map((event) => {
+      assert.ok(event.startsWith('data: '), event);
+      const data = event.slice(6);
+      return data === '[DONE]' ? data : (JSON.parse(data) as unknown);
+    });
+
+describe('chatCompletionsSink on the fast path', () => {
+  it('writes what one read brought in one write, each chunk with the public model id', () => {
+    const text = recorder();
+    const sink = chatCompletionsSink(text, true);
+    assert.equal(sink.passThrough!([raw({}), raw({ usage: null })], 'public'), true);
+    assert.equal(text.writes.length, 1);
+    const [a, b] = events(text.writes[0]!) as Record<string, unknown>[];
+    assert.equal(a!['model'], 'public');
+    assert.equal(b!['model'], 'public');
+    assert.equal(b!['usage'], null, 'a client that asked for usage gets the chunk as the upstream sent it');
+  });
+
+  it('leaves out "usage": null for a client that did not ask for usage, as the canonical path does', () => {
+    const text = recorder();
+    const sink = chatCompletionsSink(text, false);
+    sink.passThrough!([raw({ usage: null })], 'public');
+    const [chunk] = events(text.writes[0]!) as Record<string, unknown>[];
+    assert.equal('usage' in chunk!, false);
+    assert.deepEqual(chunk!['choices'], [{ index: 0, delta: { content: 'hi' }, finish_reason: null }]);
+  });
+
+  it('encodes parsed chunks by the canonical rules in the same write: the usage chunk once, when asked', () => {
+    const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 };
+    const usageChunk = (): ChatChunk => ({
+      id: 'c1',
+      object: 'chat.completion.chunk',
+      created: 5,
+      model: 'public',
+      choices: [],
+      usage,
+    });
+    const asked = recorder();
+    const withUsage = chatCompletionsSink(asked, true);
+    withUsage.passThrough!([raw({}), usageChunk()], 'public');
+    withUsage.complete(usage);
+    assert.deepEqual(events(asked.writes[0]!).length, 2);
+    assert.deepEqual(asked.writes.slice(1), ['data: [DONE]\n\n'], 'no second usage chunk');
+
+    const notAsked = recorder();
+    const without = chatCompletionsSink(notAsked, false);
+    without.passThrough!([raw({}), usageChunk()], 'public');
+    without.complete(usage);
+    assert.equal(events(notAsked.writes[0]!).length, 1, 'the usage-only chunk is not for this client');
+  });
+
+  it('makes up the usage chunk from a raw first chunk when the upstream sent none', () => {
+    const text = recorder();
+    const sink = chatCompletionsSink(text, true);
+    sink.passThrough!([raw({})], 'public');
+    const usage = { prompt_tokens: 4, completion_tokens: 1, total_tokens: 5 };
+    sink.complete(usage);
+    assert.deepEqual(events(text.writes[1]!), [
+      { id: 'c1', object: 'chat.completion.chunk', created: 5, model: 'public', choices: [], usage },
+    ]);
+  });
+
+  it('writes nothing for a batch with nothing for this client', () => {
+    const text = recorder();
+    const sink = chatCompletionsSink(text, false);
+    const empty: ChatChunk = {
+      id: 'c',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'p',
+      choices: [],
+    };
+    assert.equal(sink.passThrough!([empty], 'public'), true);
+    assert.equal(text.writes.length, 0);
+  });
+});

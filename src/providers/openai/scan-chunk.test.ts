@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { RawChunk } from '../../gateway/raw-chunk.ts';
+import { scanChunk } from './scan-chunk.ts';
+
+const scan = (text: string | Buffer): RawChunk | undefined =>
+  scanChunk(Buffer.isBuffer(text) ? text : Buffer.from(text));
+
+const chunk = (fields: Record<string, unknown>): string =>
+  JSON.stringify({
+    id: 'c1',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'up-model',
+    choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: null }],
+    ...fields,
+  });
+
+/** The model value the scan located, as text. */
+const modelOf = (raw: RawChunk): string => raw.bytes.toString('utf8', raw.modelStart, raw.modelEnd);
+
+describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
+  it('locates the top-level model and meters the delta content', () => {
+    const raw = scan(chunk({}))!;
+    assert.ok(raw instanceof RawChunk);
+    assert.equal(modelOf(raw), '"up-model"');
+    assert.equal(raw.text, 'hi');
+    assert.equal(raw.usageStart, -1);
+  });
+
+  it('is not fooled by "model" inside content, nested objects or other strings', () => {
+    const text = chunk({
+      choices: [{ index: 0, delta: { content: 'the "model":"x" key' }, finish_reason: null }],
+      system_fingerprint: '"model":"y"',
+      meta: { model: 'nested' },
+    });
+    const raw = scan(text)!;
+    assert.equal(modelOf(raw), '"up-model"');
+    assert.equal(raw.text, 'the "model":"x" key');
+  });
+
+  it('decodes escapes and multi-byte text in content', () => {
+    const raw = scan(chunk({ choices: [{ index: 0, delta: { content: 'a\n"b"\\ é😀\u0001' } }] }))!;
+    assert.equal(raw.text, 'a\n"b"\\ é😀\u0001');
+  });
+
+  it('locates a top-level "usage": null to cut, wherever it is', () => {
+    for (const text of [
+      chunk({ usage: null }),
+      `{"usage":null,${chunk({}).slice(1)}`,
+      `{ "id":"c", "usage" : null , "model":"m","choices":[{"delta":{}}]}`,
+    ]) {
+      const raw = scan(text)!;
+      const cut = Buffer.concat([
+        raw.bytes.subarray(0, raw.usageStart),
+        raw.bytes.subarray(raw.usageEnd),
+      ]).toString();
+      const parsed = JSON.parse(cut) as Record<string, unknown>;
+      assert.equal('usage' in parsed, false, text);
+      assert.deepEqual(parsed, stripUsage(text));
+    }
+  });
+
+  it('leaves to a parse: usage with counts, errors, tool calls, empty choices, odd types', () => {
+    for (const text of [
+      chunk({ usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } }),
+      chunk({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } }),
+      JSON.stringify({ error: { message: 'boom' } }),
+      chunk({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0 }] } }] }),
+      chunk({ choices: [{ index: 0, delta: { function_call: { name: 'f' } } }] }),
+      chunk({ choices: [] }),
+      chunk({ model: 7 }),
+      chunk({ choices: 'none' }),
+      chunk({ choices: [{ index: 0, delta: { content: 5 } }] }),
+      '{"id":"c","choices":[{"delta":{}}]}',
+      '{"model":"a","model":"b","choices":[{"delta":{}}]}',
+      '{"mod\\u0065l":"a","choices":[{"delta":{}}]}',
+      '{"model":"a","choices":[{"delta":{"content":"x","content":"y"}}]}',
+      '[1,2]',
+      '"text"',
+    ])
+      assert.equal(scan(text), undefined, text);
+  });
+
+  it('refuses what is not JSON, however close', () => {
+    const good = chunk({});
+    for (const text of [
+      good.slice(0, -1),
+      `${good}}`,
+      `${good} x`,
+      good.replace('"created":1', '"created":01'),
+      good.replace('"created":1', '"created":1.'),
+      good.replace('"created":1', '"created":-'),
+      good.replace('"created":1', '"created":tru'),
+      good.replace('"created":1,', '"created":1,,'),
+      good.replace('"hi"', '"h\\xi"'),
+      good.replace('"hi"', '"h\\u12"'),
+      good.replace('"hi"', '"h\ti"'),
+      good.replace('"hi"', "'hi'"),
+      '{"model":"a","choices":[{"delta":{}}],}',
+      '',
+      '{',
+    ]) {
+      assert.equal(scan(text), undefined, text);
+      assert.throws(() => JSON.parse(text), text);
+    }
+  });
+
+  it('refuses invalid UTF-8 (a parse replaces it, as the canonical path does)', () => {
+    const bytes = Buffer.from(chunk({}).replace('hi', 'h\u00e9'));
+    const at = bytes.indexOf(0xc3);
+    bytes[at + 1] = 0x28;
+    assert.equal(scan(bytes), undefined);
+  });
+
+  it('accepts what JSON accepts: whitespace, numbers, literals, nesting', () => {
+    const text = ` { "id" : "c" , "created" : -1.5e+3 , "model" : "m" , "x" : [ true , false , null , { } , [ ] , 0 , 0.25E-2 ] ,
+      "choices" : [ { "index" : 0 , "delta" : { "content" : null } , "logprobs" : { "content" : [ { "token" : "a" } ] } } ] } `;
+    const raw = scan(text)!;
+    assert.equal(modelOf(raw), '"m"');
+    assert.equal(raw.text, '');
+  });
+
+  it('meters every choice', () => {
+    const raw = scan(
+      chunk({
+        choices: [
+          { index: 0, delta: { content: 'a' } },
+          { index: 1, delta: { content: 'b' } },
+        ],
+      }),
+    )!;
+    assert.equal(raw.text, 'ab');
+  });
+});
+
+function stripUsage(text: string): unknown {
+  const parsed = JSON.parse(text) as Record<string, unknown>;
+  delete parsed['usage'];
+  return parsed;
+}

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
+import { until } from './helpers/until.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 
 const PASSWORD = 'correct horse battery';
@@ -27,14 +28,6 @@ const as = (browser: Browser, csrf = true): Record<string, string> => ({
 
 /** A route's path with its parameters filled in. */
 const pathOf = (url: string): string => url.replace(/:(\w+)/g, (_, name: string) => `${name}_x`);
-
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
 
 for (const backend of BACKENDS) {
   const skip = await backend.unavailable();

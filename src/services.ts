@@ -1,11 +1,13 @@
-import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { AccountsService } from './accounts/accounts-service.ts';
 import { KeyCache } from './accounts/key-cache.ts';
+import { SignupGuard } from './accounts/signup-guard.ts';
 import { createLogMailer, createSmtpMailer, type Mailer } from './accounts/mailer.ts';
-import type { Config, PlanConfig } from './config/config.ts';
+import type { Config } from './config/config.ts';
 import { createHoldBook, type HoldBook } from './billing/hold-book.ts';
 import { SettlementQueue } from './billing/settlement-queue.ts';
+import { defaultSpoolPath } from './billing/spool-path.ts';
+import { billingStanding } from './billing/standing.ts';
 import { ChatGateway } from './gateway/chat-gateway.ts';
 import {
   createHoldRecoveryJob,
@@ -16,46 +18,24 @@ import {
 } from './jobs/scheduler.ts';
 import type { Limiter } from './limits/limiter.ts';
 import { type SessionPolicy, SessionsService } from './accounts/sessions-service.ts';
+import { effectiveLimits } from './limits/effective-limits.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
+import { createHealthCheck, type HealthReport } from './observability/health.ts';
 import { Metrics } from './observability/metrics.ts';
 import { createOperators, type Operators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
 import type { Provider } from './providers/provider.ts';
 import { Router } from './routing/router.ts';
 import { type Bus, createLocalBus } from './shared/bus.ts';
-import { GatewayError } from './shared/gateway-error.ts';
 import { createTestPaymentProvider } from './payments/payment-provider.ts';
 import { PaymentsService } from './payments/payments-service.ts';
 import { createStripeClient, createStripePaymentProvider } from './payments/stripe-payment-provider.ts';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.ts';
+import { UsageService } from './usage/usage-service.ts';
+import { WebhooksService } from './webhooks/webhooks-service.ts';
 import { type Clock, newId, systemClock } from './shared/ids.ts';
-import { type Balance, utcDay } from './store/ledger-repo.ts';
-import type { AccountRecord } from './store/records.ts';
+import { utcDay } from './shared/time.ts';
 import { type Store } from './store/store.ts';
-
-export const VERSION = '0.1.0';
-
-export interface EffectiveLimits {
-  requestsPerMinute: number | null;
-  tokensPerMinute: number | null;
-  dailyTokens: number | null;
-}
-
-export type Standing =
-  | { ok: true }
-  | {
-      ok: false;
-      reason: 'subscription_expired' | 'trial_expired' | 'insufficient_balance' | 'email_unverified';
-      message: string;
-    };
-
-export interface HealthReport {
-  status: 'ok' | 'degraded' | 'down';
-  version: string;
-  uptime_s: number;
-  database: { ok: boolean; dialect: string; latency_ms: number | null; error?: string };
-  [part: string]: unknown;
-}
 
 /** Everything a route needs, built once per process (or per test server). */
 export interface Services {
@@ -79,13 +59,14 @@ export interface Services {
   dispatcher: WebhookDispatcher;
   /** Operators' console, audit log, announcements and mail queue, status page (issue 18). */
   operators: Operators;
+  /** The account's usage and the operator's statistics. */
+  usage: UsageService;
+  /** The account's webhook endpoint, test events, delivery log and redelivery. */
+  webhooks: WebhooksService;
   startedAt: number;
-  /** The plan's limits with the operator's per-account overrides applied. */
-  limitsOf(account: AccountRecord): EffectiveLimits;
-  /** Whether the account may spend, and if not, why (402's message). */
-  billingStanding(account: AccountRecord, balance: Balance, now: number): Standing;
-  /** Refuses (429) an address that registers or verifies too often. */
-  guardSignup(ip: string): Promise<void>;
+  /** Refuses (429) an address that registers, verifies or resets too often. */
+  signups: SignupGuard;
+  /** The health report (`GET /health`). */
   health(): Promise<HealthReport>;
   /** Starts background work (settlement flushing, webhooks, scheduled jobs). */
   start(): Promise<void>;
@@ -114,15 +95,6 @@ export interface ServicesOptions {
   statusRefreshMs?: number;
 }
 
-/** Sign-up and verification attempts allowed per client address per minute. */
-const SIGNUPS_PER_MINUTE = 20;
-
-/** The spool file beside the SQLite database, or under ./data for PostgreSQL. */
-function defaultSpoolPath(databaseUrl: string): string {
-  const sqlite = /^postgres/.test(databaseUrl) ? undefined : databaseUrl.replace(/^sqlite:(\/\/)?/, '');
-  return join(sqlite && sqlite !== ':memory:' ? dirname(sqlite) : './data', 'settlements-spool.jsonl');
-}
-
 /** Wires the domain services over a store; does no I/O until used. */
 export function createServices(options: ServicesOptions): Services {
   const { config, store, logger } = options;
@@ -135,7 +107,6 @@ export function createServices(options: ServicesOptions): Services {
       ? createSmtpMailer(config.smtpUrl, 'Tollgate <no-reply@tollgate.local>')
       : createLogMailer(logger, { withText: !config.security.production }));
   const limiter: Limiter = options.limiter ?? new MemoryLimiter();
-  const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger, limiter });
   const startedAt = clock();
   const metrics = new Metrics();
   const sessions = new SessionsService({
@@ -172,6 +143,7 @@ export function createServices(options: ServicesOptions): Services {
       );
   };
   const holds = createHoldBook(store);
+  const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger, limiter, holds });
   const instanceId = newId('inst');
   const settlements = new SettlementQueue(store.ledger, logger, {
     spoolPath: options.spoolPath ?? defaultSpoolPath(config.databaseUrl),
@@ -190,51 +162,6 @@ export function createServices(options: ServicesOptions): Services {
   });
   limiter.onFailure?.((kind) => metrics.limiterFailures.inc({ kind }));
 
-  const planOf = (account: AccountRecord): PlanConfig =>
-    config.plans.get(account.plan) ?? (config.plans.get('free_trial') as PlanConfig);
-
-  const limitsOf = (account: AccountRecord): EffectiveLimits => {
-    const plan = planOf(account);
-    return {
-      requestsPerMinute: account.rpmLimit ?? plan.requestsPerMinute,
-      tokensPerMinute: account.tpmLimit ?? plan.tokensPerMinute,
-      dailyTokens: account.dailyTokenLimit ?? plan.dailyTokens,
-    };
-  };
-  // The trial credit is spendable only from a verified address when mail can reach one (docs/security.md).
-  const mustVerify = (account: AccountRecord): boolean =>
-    config.security.requireVerifiedEmail && account.plan === 'free_trial' && !account.emailVerified;
-  const billingStanding = (account: AccountRecord, balance: Balance, now: number): Standing => {
-    const plan = planOf(account);
-    if (account.planExpiresAt !== null && account.planExpiresAt <= now) {
-      return {
-        ok: false,
-        reason: 'subscription_expired',
-        message: `your ${plan.name} plan ended on ${new Date(account.planExpiresAt).toISOString()} without renewal; renew it or buy a plan`,
-      };
-    }
-    if (mustVerify(account)) {
-      return {
-        ok: false,
-        reason: 'email_unverified',
-        message:
-          'verify your e-mail address to use the free trial credit (the token is in the e-mail we sent), or buy a plan',
-      };
-    }
-    if (balance.availableMicros > 0) return { ok: true };
-    if (account.plan === 'free_trial' && balance.creditMicros <= 0) {
-      return {
-        ok: false,
-        reason: 'trial_expired',
-        message: 'your free trial credit has expired or is used up; buy a plan or top up',
-      };
-    }
-    return {
-      ok: false,
-      reason: 'insufficient_balance',
-      message: 'insufficient balance; top up or wait for requests in flight to finish',
-    };
-  };
   const scheduler = new Scheduler(store, clock, logger);
   const dispatcher = new WebhookDispatcher({
     store,
@@ -261,6 +188,7 @@ export function createServices(options: ServicesOptions): Services {
     provider: stripe ? createStripePaymentProvider(stripe) : createTestPaymentProvider(),
     onEventQueued: () => dispatcher.nudge(),
   });
+  const webhooks = new WebhooksService({ store, config, clock, onEventQueued: () => dispatcher.nudge() });
   const gateway = new ChatGateway({
     config,
     store,
@@ -271,14 +199,13 @@ export function createServices(options: ServicesOptions): Services {
     metrics,
     clock,
     logger,
-    limitsOf,
-    billingStanding,
+    limitsOf: (account) => effectiveLimits(config.plans, account),
+    billingStanding: (account, now, balance) => billingStanding(config, account, now, balance),
   });
   const operators = createOperators({
     ...{ store, config, clock, logger, mailer, router, accounts, cache, bus, scheduler },
     ...(options.statusRefreshMs !== undefined ? { statusRefreshMs: options.statusRefreshMs } : {}),
   });
-  let signups = 0;
 
   return {
     config,
@@ -299,56 +226,17 @@ export function createServices(options: ServicesOptions): Services {
     payments,
     dispatcher,
     operators,
+    webhooks,
+    usage: new UsageService({ store, config, clock }),
     startedAt,
-    limitsOf,
-    billingStanding,
-    async guardSignup(ip) {
-      const now = clock();
-      const admission = await limiter.admit({
-        subject: `ip:${ip}`,
-        requestId: `signup-${signups++}`,
-        limits: { requestsPerMinute: SIGNUPS_PER_MINUTE, tokensPerMinute: null, dailyTokens: null },
-        tokens: 0,
-        now,
-      });
-      if (!admission.allowed) {
-        throw new GatewayError(
-          'rate_limit_exceeded',
-          'too many sign-up attempts from this address; retry later',
-          {
-            ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
-          },
-        );
-      }
-    },
-    async health() {
-      let database: HealthReport['database'];
-      try {
-        database = { ok: true, dialect: store.db.dialect, latency_ms: round(await store.db.ping()) };
-      } catch (error) {
-        database = {
-          ok: false,
-          dialect: store.db.dialect,
-          latency_ms: null,
-          error: (error as Error).message,
-        };
-      }
-      return {
-        status: database.ok ? (limiter.healthy() ? 'ok' : 'degraded') : 'down',
-        version: VERSION,
-        uptime_s: Math.round((clock() - startedAt) / 1000),
-        database,
-        limiter: { backend: limiter.backend, ok: limiter.healthy() },
-        settlements_pending: settlements.pending,
-        deployments: router.health(),
-      };
-    },
+    signups: new SignupGuard(limiter, clock),
+    health: createHealthCheck({ store, limiter, settlements, router, clock, startedAt }),
     async start() {
       const replayed = await settlements.replaySpool();
       if (replayed > 0) logger.info({ replayed }, 'replayed spooled settlements');
       // An embedded database has one instance: every hold left in it belongs to a process that died.
       const released = await store.ledger.releaseExpiredHolds(
-        store.db.dialect === 'sqlite' ? Number.MAX_SAFE_INTEGER : clock(),
+        store.db.capabilities.singleProcess ? Number.MAX_SAFE_INTEGER : clock(),
       );
       if (released > 0) logger.warn({ released }, 'released holds of requests that never settled');
       // On a shared database, this instance's holds belong to its lease: taken before the first hold.
@@ -379,5 +267,3 @@ export function createServices(options: ServicesOptions): Services {
     },
   };
 }
-
-const round = (ms: number): number => Math.round(ms * 1000) / 1000;

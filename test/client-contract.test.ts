@@ -3,7 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { createTestClock } from './helpers/clock.ts';
-import { type FakeUpstream, startFakeUpstream } from './helpers/fake-upstream.ts';
+import { startFakeOpenAI } from '../src/providers/openai/fake-openai.ts';
+import { startFakeAnthropic } from '../src/providers/anthropic/fake-anthropic.ts';
+import type { FakeUpstream } from '../src/providers/fake-upstream.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 
 const hi = [{ role: 'user' as const, content: 'hi' }];
@@ -21,9 +23,9 @@ describe('the client contract the official SDKs depend on', () => {
   before(async () => {
     opened = await BACKENDS[0]!.open();
     [primary, secondary, claude] = await Promise.all([
-      startFakeUpstream('openai'),
-      startFakeUpstream('openai'),
-      startFakeUpstream('anthropic'),
+      startFakeOpenAI(),
+      startFakeOpenAI(),
+      startFakeAnthropic(),
     ]);
     server = await startTestServer({
       backend: opened,

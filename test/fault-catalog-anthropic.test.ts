@@ -11,13 +11,8 @@ import {
   startCatalog,
   streamedText,
 } from './helpers/catalog.ts';
-import {
-  anthropicEvent,
-  anthropicStart,
-  anthropicText,
-  type Behaviour,
-  type RawStep,
-} from './helpers/fake-upstream.ts';
+import { anthropicEvent, anthropicStart, anthropicText } from '../src/providers/anthropic/fake-anthropic.ts';
+import type { Behaviour, RawStep } from '../src/providers/fake-upstream.ts';
 
 const BLOCK_START = anthropicEvent('content_block_start', {
   index: 0,

@@ -12,14 +12,8 @@ import {
   startCatalog,
   streamedText,
 } from './helpers/catalog.ts';
-import {
-  type Behaviour,
-  HANG,
-  openaiChunk,
-  openaiErrorEvent,
-  RESET,
-  type RawStep,
-} from './helpers/fake-upstream.ts';
+import { openaiChunk, openaiErrorEvent } from '../src/providers/openai/fake-openai.ts';
+import { type Behaviour, HANG, type RawStep, RESET } from '../src/providers/fake-upstream.ts';
 
 const ROLE = openaiChunk({ role: 'assistant', content: '', refusal: null }, { usage: null });
 const text = (content: string): string => openaiChunk({ content }, { usage: null });

@@ -3,16 +3,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { openaiChunk, openaiErrorEvent, startFakeOpenAI } from '../src/providers/openai/fake-openai.ts';
 import {
+  anthropicEvent,
   anthropicStart,
   anthropicText,
-  anthropicEvent,
-  type FakeUpstream,
-  openaiChunk,
-  openaiErrorEvent,
-  RESET,
-  startFakeUpstream,
-} from './helpers/fake-upstream.ts';
+  startFakeAnthropic,
+} from '../src/providers/anthropic/fake-anthropic.ts';
+import { type FakeUpstream, RESET } from '../src/providers/fake-upstream.ts';
 import { type RunningGateway, startGatewayProcess } from './helpers/process.ts';
 
 const ADMIN = 'tg-admin-faults-test-0123456789abcdef';
@@ -31,7 +29,7 @@ describe('fault catalog: the process survives and its fault handlers are never r
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tollgate-faults-'));
-    [openai, anthropic] = await Promise.all([startFakeUpstream('openai'), startFakeUpstream('anthropic')]);
+    [openai, anthropic] = await Promise.all([startFakeOpenAI(), startFakeAnthropic()]);
     const config = join(dir, 'tollgate.yaml');
     // YAML is a superset of JSON.
     writeFileSync(

@@ -4,7 +4,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { costMicros } from '../src/billing/pricing.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
-import { type FakeUpstream, startFakeUpstream } from './helpers/fake-upstream.ts';
+import { startFakeOpenAI } from '../src/providers/openai/fake-openai.ts';
+import { startFakeAnthropic } from '../src/providers/anthropic/fake-anthropic.ts';
+import type { FakeUpstream } from '../src/providers/fake-upstream.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 
 /**
@@ -48,10 +50,7 @@ describe('front doors: /v1/responses and /v1/messages', () => {
 
   before(async () => {
     opened = await BACKENDS[0]!.open();
-    [openaiUp, anthropicUp] = await Promise.all([
-      startFakeUpstream('openai'),
-      startFakeUpstream('anthropic'),
-    ]);
+    [openaiUp, anthropicUp] = await Promise.all([startFakeOpenAI(), startFakeAnthropic()]);
     server = await startTestServer({
       backend: opened,
       yaml: {

@@ -6,8 +6,10 @@ import OpenAI, { APIError } from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
-import { type FakeGemini, startFakeGemini } from './helpers/fake-gemini.ts';
-import { type FakeUpstream, startFakeUpstream } from './helpers/fake-upstream.ts';
+import { type FakeGemini, startFakeGemini } from '../src/providers/gemini/fake-gemini.ts';
+import { startFakeOpenAI } from '../src/providers/openai/fake-openai.ts';
+import { startFakeAnthropic } from '../src/providers/anthropic/fake-anthropic.ts';
+import type { FakeUpstream } from '../src/providers/fake-upstream.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 
 const GEMINI_KEY = 'gk-fake-gemini-key';
@@ -43,8 +45,8 @@ describe('providers: gemini, and structured outputs and tools through every adap
     opened = await BACKENDS[0]!.open();
     [gemini, openai, claude] = await Promise.all([
       startFakeGemini(GEMINI_KEY),
-      startFakeUpstream('openai'),
-      startFakeUpstream('anthropic'),
+      startFakeOpenAI(),
+      startFakeAnthropic(),
     ]);
     server = await startTestServer({
       backend: opened,

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
-import { type FakeUpstream, startFakeUpstream } from './helpers/fake-upstream.ts';
+import type { FakeUpstream } from '../src/providers/fake-upstream.ts';
+import { startFakeOpenAI } from '../src/providers/openai/fake-openai.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 
 // A model's state on /status follows its deployments' health as the gateway measured it: no upstream is called.
@@ -12,7 +13,7 @@ describe('the status page follows deployment health', () => {
   let key: string;
   before(async () => {
     opened = await BACKENDS[0]!.open();
-    upstream = await startFakeUpstream('openai');
+    upstream = await startFakeOpenAI();
     server = await startTestServer({
       backend: opened,
       extra: { statusRefreshMs: 0 },

@@ -2,6 +2,8 @@ import { timingSafeEqual } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import type { Logger } from 'pino';
 import { applyPlan } from '../billing/apply-plan.ts';
+import { grantCredit } from '../billing/grant-credit.ts';
+import type { HoldBook } from '../billing/hold-book.ts';
 import type { Config, PlanId } from '../config/config.ts';
 import type { Bus } from '../shared/bus.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
@@ -11,21 +13,26 @@ import type { LimitOverrides } from '../store/accounts-repo.ts';
 import {
   type AccountRecord,
   type ApiKeyRecord,
+  type CreditGrant,
   type KeyControls,
   newAccountRecord,
   NO_KEY_CONTROLS,
 } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
+import { type AccountSummary, readAccountSummary } from './account-summary.ts';
 import { createSecret, hashSecret, isPlausibleSecret } from './api-key-secret.ts';
 import type { KeyCache } from './key-cache.ts';
 import { presentKeyControls, refuseExpiredKey } from './key-controls.ts';
+import { type KeyStatus, readKeyStatus } from './key-status.ts';
 import { canonicalMailbox, claimTrialMailbox } from './mailbox.ts';
 import type { Mailer } from './mailer.ts';
 import { hashPassword } from './passwords.ts';
+import { DAY_MS } from '../shared/time.ts';
 
-const DAY_MS = 86_400_000;
 const EMAIL_TOKEN_TTL_MS = 2 * DAY_MS;
 const ADMIN_KEY_SETTING = 'admin_key_hash';
+/** How long the operator's credit lasts when no expiry is given. */
+const ADMIN_CREDIT_VALIDITY_MS = 365 * DAY_MS;
 
 /** Who a request is: the operator, or a user's key and its account. */
 export type Principal = { kind: 'admin' } | { kind: 'user'; key: ApiKeyRecord; account: AccountRecord };
@@ -65,6 +72,8 @@ export interface AccountsOptions {
   logger: Logger;
   /** Counts key creations per account (TOLLGATE_KEY_CREATIONS_PER_MINUTE). */
   limiter: Limiter;
+  /** Holds of requests in flight, which an account's summary counts. */
+  holds: HoldBook;
 }
 
 /** Registration, verification, authentication, keys and the operator's account controls. */
@@ -112,15 +121,13 @@ export class AccountsService {
             'conflict',
             'an account for this mailbox already exists (a +tag, or dots at Gmail, do not make another mailbox)',
           );
-        await tx.ledger.addGrant({
-          id: newId('grant'),
+        await grantCredit(tx.ledger, {
           accountId: account.id,
           kind: 'trial',
           amountMicros: config.trialCreditMicros,
-          remainingMicros: config.trialCreditMicros,
           expiresAt: now + config.trialDays * DAY_MS,
-          createdAt: now,
           source: 'registration',
+          now,
         });
         await tx.accounts.insertEmailToken(token.hash, account.id, now + EMAIL_TOKEN_TTL_MS);
         return this.#insertKey(tx, account.id, 'default', null, now);
@@ -194,6 +201,35 @@ export class AccountsService {
 
   async listKeys(accountId: string): Promise<ApiKeyRecord[]> {
     return this.#o.store.accounts.keysOf(accountId);
+  }
+
+  /**
+   * The account's keys with when each was last used and, for an active key with a spending limit, its
+   * status (spend this period, what remains); unlimited and revoked keys cost no read.
+   */
+  async keyOverview(
+    accountId: string,
+  ): Promise<{ key: ApiKeyRecord; lastUsedAt: number | null; status: KeyStatus | null }[]> {
+    const { store, holds, clock } = this.#o;
+    const keys = await this.listKeys(accountId);
+    const now = clock();
+    const lastUsed = await store.usage.lastUsed(keys.map((key) => key.id));
+    return Promise.all(
+      keys.map(async (key) => ({
+        key,
+        lastUsedAt: lastUsed.get(key.id) ?? null,
+        status:
+          key.status !== 'active' || (key.controls?.spendLimitMicros ?? null) === null
+            ? null
+            : await readKeyStatus(store, holds, key, now),
+      })),
+    );
+  }
+
+  /** The key's spend today, this week, this month and this period, and what its limit still allows. */
+  async keyStatus(key: ApiKeyRecord): Promise<KeyStatus> {
+    const { store, holds, clock } = this.#o;
+    return readKeyStatus(store, holds, key, clock());
   }
 
   /**
@@ -311,6 +347,31 @@ export class AccountsService {
     offset: number,
   ): Promise<{ accounts: AccountRecord[]; total: number }> {
     return this.#o.store.accounts.list(search, limit, offset);
+  }
+
+  /** The account as its holder sees it now (`GET /api/account`); `cached` is the authenticated copy. */
+  async summary(cached: AccountRecord): Promise<AccountSummary> {
+    const { store, holds, config, clock } = this.#o;
+    return readAccountSummary({ store, holds, config }, cached, clock());
+  }
+
+  /**
+   * The operator's credit to an account (404 if none): `amountMicros` until `expiresAt`, a year from now when
+   * not given (400 unless in the future).
+   */
+  async grantCredit(accountId: string, amountMicros: number, expiresAt?: number): Promise<CreditGrant> {
+    const now = this.#o.clock();
+    const account = await this.account(accountId);
+    const until = expiresAt ?? now + ADMIN_CREDIT_VALIDITY_MS;
+    if (!(until > now)) throw new GatewayError('invalid_request', 'body.expires_at must be in the future');
+    return grantCredit(this.#o.store.ledger, {
+      accountId: account.id,
+      kind: 'admin',
+      amountMicros,
+      expiresAt: until,
+      source: 'admin',
+      now,
+    });
   }
 
   async account(id: string): Promise<AccountRecord> {

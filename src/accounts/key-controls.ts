@@ -6,8 +6,9 @@ import {
   type LimitPeriod,
   NO_KEY_CONTROLS,
 } from '../store/records.ts';
+import { DAY_MS } from '../shared/time.ts';
+import { formatUsd, microsToUsd } from '../shared/money.ts';
 
-const DAY_MS = 86_400_000;
 export const LIMIT_PERIODS: readonly LimitPeriod[] = ['daily', 'weekly', 'monthly', 'never'];
 /** The first day a `never` period counts from: before every usage day. */
 const BEFORE_ALL_DAYS = '0000-00-00';
@@ -84,7 +85,7 @@ export function modelRefusal(key: ApiKeyRecord, modelId: string): GatewayError |
 }
 
 /** USD with six decimals, for messages. */
-export const dollars = (micros: number): string => `$${(micros / 1e6).toFixed(6)}`;
+export const dollars = (micros: number): string => `$${formatUsd(micros, 6)}`;
 
 const PERIOD_WORDS: Record<LimitPeriod, string> = {
   daily: 'per day (UTC)',
@@ -119,7 +120,7 @@ export function presentKeyControls(controls: KeyControls | undefined): {
 } {
   const c = controls ?? NO_KEY_CONTROLS;
   return {
-    limit_usd: c.spendLimitMicros === null ? null : c.spendLimitMicros / 1_000_000,
+    limit_usd: c.spendLimitMicros === null ? null : microsToUsd(c.spendLimitMicros),
     limit_period: c.limitPeriod,
     expires_at: c.expiresAt === null ? null : new Date(c.expiresAt).toISOString(),
     allowed_models: c.allowedModels,

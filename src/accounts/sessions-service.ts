@@ -11,10 +11,7 @@ import type { Store } from '../store/store.ts';
 import { createSecret, hashSecret } from './api-key-secret.ts';
 import type { Mailer } from './mailer.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
-
-const MINUTE_MS = 60_000;
-const HOUR_MS = 60 * MINUTE_MS;
-const DAY_MS = 24 * HOUR_MS;
+import { DAY_MS, HOUR_MS, MINUTE_MS } from '../shared/time.ts';
 
 /** How long sessions live and how hard sign-in is throttled (see docs/decisions.md, "Dashboard sign-in"). */
 export interface SessionPolicy {

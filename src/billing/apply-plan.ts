@@ -1,9 +1,10 @@
 import type { PlanConfig } from '../config/config.ts';
-import { newId } from '../shared/ids.ts';
 import type { Store } from '../store/store.ts';
+import { grantCredit } from './grant-credit.ts';
+import { DAY_MS } from '../shared/time.ts';
 
 /** A paid plan's period. */
-export const PLAN_PERIOD_MS = 30 * 86_400_000;
+export const PLAN_PERIOD_MS = 30 * DAY_MS;
 
 /**
  * Puts an account on a plan: a paid plan starts a 30-day period (extending an unexpired one of the same
@@ -28,15 +29,13 @@ export async function applyPlan(
         : now;
     expiresAt = start + PLAN_PERIOD_MS;
     if (plan.monthlyAllowanceMicros > 0) {
-      await store.ledger.addGrant({
-        id: newId('grant'),
+      await grantCredit(store.ledger, {
         accountId,
         kind: 'plan',
         amountMicros: plan.monthlyAllowanceMicros,
-        remainingMicros: plan.monthlyAllowanceMicros,
         expiresAt,
-        createdAt: now,
         source,
+        now,
       });
     }
   }

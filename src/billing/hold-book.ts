@@ -1,4 +1,3 @@
-import { BALANCE_QUERY, type BalanceRow, toBalance } from '../store/ledger-repo.ts';
 import { KEY_ROOM_QUERY, type KeyRoomRow, toKeyRoom } from '../store/key-spend.ts';
 import type { KeyBudget } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
@@ -35,7 +34,11 @@ export function createHoldBook(store: Store): HoldBook {
   const { db } = store;
   const readNow = db.readNow?.bind(db);
   return readNow && db.writes !== undefined
-    ? new ProcessHoldBook(readNow, () => db.writes ?? NaN)
+    ? new ProcessHoldBook(
+        readNow,
+        () => db.writes ?? NaN,
+        (accountId, now) => store.ledger.balanceNow(accountId, now),
+      )
     : new DatabaseHoldBook(store);
 }
 
@@ -65,6 +68,11 @@ class DatabaseHoldBook implements HoldBook {
 }
 
 type ReadNow = <T>(sql: string, params?: readonly (string | number | null)[]) => T | undefined;
+/** `LedgerRepo.balanceNow`: the account's balance read synchronously. */
+type BalanceNow = (
+  accountId: string,
+  now: number,
+) => { availableMicros: number; nextExpiry: number | null } | undefined;
 
 /** Accounts whose balance is remembered; past this many, the memory starts over. */
 const MAX_REMEMBERED = 50_000;
@@ -91,10 +99,12 @@ class ProcessHoldBook implements HoldBook {
   readonly #balances = new Map<string, { writes: number; until: number; availableMicros: number }>();
   readonly #readNow: ReadNow;
   readonly #writes: () => number;
+  readonly #balanceNow: BalanceNow;
 
-  constructor(readNow: ReadNow, writes: () => number) {
+  constructor(readNow: ReadNow, writes: () => number, balanceNow: BalanceNow) {
     this.#readNow = readNow;
     this.#writes = writes;
+    this.#balanceNow = balanceNow;
   }
 
   async hold(
@@ -146,11 +156,11 @@ class ProcessHoldBook implements HoldBook {
   }
 
   #read(accountId: string, writes: number, now: number): number | undefined {
-    const row = this.#readNow<BalanceRow>(BALANCE_QUERY, [accountId, now]);
-    if (!row) return undefined;
+    const balance = this.#balanceNow(accountId, now);
+    if (!balance) return undefined;
     if (this.#balances.size >= MAX_REMEMBERED) this.#balances.clear();
-    const { availableMicros } = toBalance(row);
-    this.#balances.set(accountId, { writes, until: row.next_expiry ?? Infinity, availableMicros });
+    const { availableMicros } = balance;
+    this.#balances.set(accountId, { writes, until: balance.nextExpiry ?? Infinity, availableMicros });
     return availableMicros;
   }
 

@@ -1,3 +1,7 @@
+import type { ProviderType } from '../providers/registry.ts';
+
+export type { ProviderType };
+
 /** Prices are micro-USD per million tokens: integers, so a cost is exact integer arithmetic. */
 export interface ModelConfig {
   id: string;
@@ -45,18 +49,18 @@ export interface ParamPolicy {
   defaults: readonly (readonly [string, unknown])[];
 }
 
-export type ProviderType = 'openai' | 'anthropic' | 'gemini' | 'simulator';
-
-export interface ProviderConfig {
+/**
+ * One configured upstream. `type` names its plug-in (src/providers/registry.ts), whose schema validated the
+ * entry's keys and made `options` of its own ones (the simulator's pacing; none for HTTP upstreams).
+ */
+export interface ProviderConfig<Options = unknown> {
   id: string;
   type: ProviderType;
   baseUrl: string;
   apiKey: string | undefined;
   /** Extra headers for every upstream request (e.g. Azure's api-key, OpenRouter's referer). */
   headers: Record<string, string>;
-  /** Simulator only: pause between streamed chunks, and before the first. */
-  chunkIntervalMs: number;
-  firstTokenMs: number;
+  options: Options;
 }
 
 export type PlanId = 'free_trial' | 'starter' | 'pro' | 'enterprise';

@@ -1,7 +1,8 @@
 import { DEFAULT_TEMPERATURE } from '../gateway/parse-chat-request.ts';
-import type { ModelConfig, ParamPolicy, PlanConfig, PlanId, ProviderConfig } from './config.ts';
+import type { ModelConfig, ParamPolicy, PlanConfig, PlanId } from './config.ts';
+import { MICROS_PER_USD } from '../shared/money.ts';
 
-const USD = 1_000_000;
+const USD = MICROS_PER_USD;
 
 type CatalogEntry = Omit<ModelConfig, 'deployments' | 'fallbacks'>;
 
@@ -36,15 +37,13 @@ function entry(
   };
 }
 
-export const SIMULATOR_PROVIDER: ProviderConfig = {
-  id: 'simulator',
-  type: 'simulator',
-  baseUrl: 'simulator://local',
-  apiKey: undefined,
-  headers: {},
-  chunkIntervalMs: 20,
-  firstTokenMs: 0,
-};
+/** The spec's free trial: USD 1 of credit, valid 14 days from registration (`trial:` in the YAML). */
+export const TRIAL_CREDIT_MICROS = 1 * USD;
+export const TRIAL_DAYS = 14;
+/** The spec's 90 days of request logs (`retention.request_log_days`). */
+export const RETENTION_DAYS = 90;
+/** Messages one request may hold (`requests.max_messages`): the spec shows none; docs/decisions.md says why. */
+export const MAX_MESSAGES = 2_048;
 
 /** The spec's four plans with its limits; prices and allowances are Tollgate's defaults. */
 export const DEFAULT_PLANS: ReadonlyMap<PlanId, PlanConfig> = new Map<PlanId, PlanConfig>([

@@ -3,15 +3,15 @@ import { keyBudgetOf, modelRefusal } from '../accounts/key-controls.ts';
 import { keyLimitRefusal } from '../accounts/key-status.ts';
 import { costMicros } from '../billing/pricing.ts';
 import type { HoldBook } from '../billing/hold-book.ts';
+import type { Standing } from '../billing/standing.ts';
 import type { SettlementQueue } from '../billing/settlement-queue.ts';
 import type { Config, ModelConfig } from '../config/config.ts';
 import type { Limiter, LimitSet } from '../limits/limiter.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { Router } from '../routing/router.ts';
-import type { Standing } from '../services.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
-import { type Balance, utcDay } from '../store/ledger-repo.ts';
+import type { Balance } from '../store/ledger-repo.ts';
 import type { AccountRecord, ApiKeyRecord, UsageStatus } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
@@ -19,6 +19,8 @@ import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
 import { rateLimitHeaders } from './rate-limit-headers.ts';
 import type { StreamSink } from './stream-sink.ts';
+import { utcDay } from '../shared/time.ts';
+import { formatUsd } from '../shared/money.ts';
 
 /** How long a hold lives if its request never settles (its instance died): then a job releases it. */
 export const HOLD_TTL_MS = 60 * 60_000;
@@ -61,8 +63,10 @@ export interface ChatGatewayOptions {
   metrics: Metrics;
   clock: Clock;
   logger: Logger;
+  /** The account's limits: its plan's with the operator's overrides (src/limits/effective-limits.ts). */
   limitsOf(account: AccountRecord): LimitSet;
-  billingStanding(account: AccountRecord, balance: Balance, now: number): Standing;
+  /** Whether the account may spend; without a balance, the rules no balance changes (src/billing/standing.ts). */
+  billingStanding(account: AccountRecord, now: number, balance?: Balance): Standing;
 }
 
 const REFUSALS = {
@@ -93,19 +97,8 @@ export class ChatGateway {
     if (notAllowed) throw this.#refuse(notAllowed);
     // Cheap refusals before the one expensive step, counting the prompt (the key and account were checked
     // before the body was read; the rate limit needs the count).
-    if (
-      (account.planExpiresAt !== null && account.planExpiresAt <= now) ||
-      (!account.emailVerified &&
-        this.#o.config.security.requireVerifiedEmail &&
-        account.plan === 'free_trial')
-    ) {
-      throw this.#refuse(
-        new GatewayError(
-          'payment_required',
-          standingMessage(this.#o.billingStanding(account, ZERO_BALANCE, now)),
-        ),
-      );
-    }
+    const planStanding = this.#o.billingStanding(account, now);
+    if (!planStanding.ok) throw this.#refuse(new GatewayError('payment_required', planStanding.message));
     // Counting stops past the context window: a prompt that cannot fit costs no more than one that just does.
     const room = model.contextWindow - (request.maxTokens ?? 0);
     const counted = countPromptTokensYielding(request.messages, request.tools, room);
@@ -165,9 +158,9 @@ export class ChatGateway {
       await limiter.release(key.id, ctx.requestId, reservedTokens, now);
       const keyLimited = await keyLimitRefusal(store, this.#o.holds, key, holdMicros, now);
       if (keyLimited) throw this.#refuse(new GatewayError('payment_required', keyLimited, { headers }));
-      const standing = this.#o.billingStanding(account, await store.ledger.balance(account.id, now), now);
+      const standing = this.#o.billingStanding(account, now, await store.ledger.balance(account.id, now));
       const message = standing.ok
-        ? `insufficient balance: this request may cost up to $${(holdMicros / 1e6).toFixed(6)} (lower max_tokens), more than is available`
+        ? `insufficient balance: this request may cost up to $${formatUsd(holdMicros, 6)} (lower max_tokens), more than is available`
         : standing.message;
       throw this.#refuse(new GatewayError('payment_required', message, { headers }));
     }
@@ -389,16 +382,6 @@ export class ChatGateway {
   }
 }
 
-const ZERO_BALANCE: Balance = {
-  creditMicros: 0,
-  heldMicros: 0,
-  debtMicros: 0,
-  creditLimitMicros: 0,
-  availableMicros: 0,
-};
-
-const standingMessage = (standing: Standing): string => (standing.ok ? 'payment required' : standing.message);
-
 function isUsage(
   value: unknown,
 ): value is { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
@@ -417,6 +400,6 @@ function completionTokensOf(completion: ChatCompletion): number {
 
 function answerHeaders(overheadMs: number, cost: number | undefined): Record<string, string> {
   const headers: Record<string, string> = { 'x-tollgate-overhead-ms': overheadMs.toFixed(3) };
-  if (cost !== undefined) headers['x-tollgate-cost-usd'] = (cost / 1e6).toFixed(6);
+  if (cost !== undefined) headers['x-tollgate-cost-usd'] = formatUsd(cost, 6);
   return headers;
 }

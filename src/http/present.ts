@@ -2,9 +2,10 @@ import { presentKeyControls } from '../accounts/key-controls.ts';
 import type { PlanConfig, ModelConfig } from '../config/config.ts';
 import type { Balance } from '../store/ledger-repo.ts';
 import type { AccountRecord, ApiKeyRecord, CreditGrant, WebhookDelivery } from '../store/records.ts';
+import { microsToUsd } from '../shared/money.ts';
 
 /** Integer micro-USD as a USD number for JSON (display only; the ledger never holds floats). */
-export const usd = (micros: number): number => Math.round(micros) / 1_000_000;
+export const usd = microsToUsd;
 export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 export function presentKey(key: ApiKeyRecord): Record<string, unknown> {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../shared/ids.ts';
 import type { Store } from '../store/store.ts';
 import { StoreUnavailableError } from '../store/db.ts';
+import { DAY_MS } from '../shared/time.ts';
 
 export interface Job {
   name: string;
@@ -84,7 +85,6 @@ export class Scheduler {
   }
 }
 
-const DAY_MS = 86_400_000;
 const RETENTION_BATCH = 5_000;
 
 /** Deletes usage records past retention, a batch at a time; the daily rollups stay. */

@@ -1,3 +1,5 @@
+import { DAY_MS } from '../shared/time.ts';
+
 /** A limit of null is unlimited. */
 export interface LimitSet {
   requestsPerMinute: number | null;
@@ -89,7 +91,6 @@ export function limitState(
     resetMs: oldestAt === undefined ? 0 : Math.max(0, oldestAt + WINDOW_MS - now),
   };
 }
-const DAY_MS = 86_400_000;
 
 /** Milliseconds from `now` to the next UTC midnight. */
 export const msUntilUtcMidnight = (now: number): number => DAY_MS - (now % DAY_MS);

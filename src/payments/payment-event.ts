@@ -1,4 +1,5 @@
 import type { OrderRecord } from '../store/records.ts';
+import { microsToUsd } from '../shared/money.ts';
 
 /** The body of a payment webhook, as the spec's Events table lists its fields. */
 export type PaymentEvent =
@@ -30,7 +31,7 @@ export function paymentEvent(
         event_type: 'payment.success',
         order_id: order.id,
         plan: planAfter,
-        amount: order.amountMicros / 1e6,
+        amount: microsToUsd(order.amountMicros),
         currency: order.currency,
         customer_email: customerEmail,
         timestamp,

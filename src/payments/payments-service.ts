@@ -1,14 +1,18 @@
 import type Stripe from 'stripe';
 import type { Logger } from 'pino';
 import { applyPlan } from '../billing/apply-plan.ts';
+import { grantCredit } from '../billing/grant-credit.ts';
 import type { Config, PlanId } from '../config/config.ts';
 import type { Bus } from '../shared/bus.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { type Clock, newId } from '../shared/ids.ts';
 import type { AccountRecord, OrderRecord } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
+import { queueEvent } from '../webhooks/queue-event.ts';
 import { paymentEvent } from './payment-event.ts';
 import type { PaymentProvider } from './payment-provider.ts';
+import { centsToMicros, formatUsd, microsToCents } from '../shared/money.ts';
+import { DAY_MS } from '../shared/time.ts';
 
 export const FAILURE_REASONS = [
   'card_declined',
@@ -21,7 +25,7 @@ export type FailureReason = (typeof FAILURE_REASONS)[number];
 
 const TOPUP_MIN_MICROS = 5_000_000;
 const TOPUP_MAX_MICROS = 10_000_000_000;
-const TOPUP_VALIDITY_MS = 365 * 86_400_000;
+const TOPUP_VALIDITY_MS = 365 * DAY_MS;
 
 export type Outcome = { status: 'paid' } | { status: 'failed'; reason: FailureReason };
 
@@ -50,10 +54,6 @@ export class PaymentsService {
       );
   }
 
-  get providerId(): string {
-    return this.#o.provider.id;
-  }
-
   /** Creates a pending order for a plan or a top-up and a checkout for it. */
   async checkout(
     account: AccountRecord,
@@ -79,12 +79,12 @@ export class PaymentsService {
       amountMicros = chosen.monthlyPriceMicros;
       description = `Tollgate ${chosen.name} plan, 30 days`;
     } else if (request.topupUsd !== undefined && request.plan === undefined) {
-      amountMicros = Math.round(request.topupUsd * 100) * 10_000;
+      amountMicros = centsToMicros(Math.round(request.topupUsd * 100));
       if (amountMicros < TOPUP_MIN_MICROS || amountMicros > TOPUP_MAX_MICROS) {
         throw new GatewayError('invalid_request', 'topup_usd must be between 5 and 10000, in cents at most');
       }
       kind = 'topup';
-      description = `Tollgate credit top-up, USD ${(amountMicros / 1e6).toFixed(2)}`;
+      description = `Tollgate credit top-up, USD ${formatUsd(amountMicros, 2)}`;
     } else {
       throw new GatewayError('invalid_request', 'send either plan or topup_usd');
     }
@@ -116,6 +116,33 @@ export class PaymentsService {
     }
     if (session.providerRef) await store.payments.setProviderRef(order.id, session.providerRef);
     return { ...order, providerRef: session.providerRef, checkoutUrl: session.checkoutUrl };
+  }
+
+  /** The account's orders, newest first. */
+  async orders(accountId: string): Promise<OrderRecord[]> {
+    return this.#o.store.payments.ordersOf(accountId);
+  }
+
+  /** An order of the test provider, for its checkout page; 404 for any other. */
+  async testCheckout(orderId: string): Promise<OrderRecord> {
+    const order = await this.#o.store.payments.order(orderId);
+    if (!order || order.provider !== 'test') throw new GatewayError('not_found', 'no such checkout');
+    return order;
+  }
+
+  /**
+   * Completes a test provider's order as its card form would (403 for a suspended account, 409 for an order
+   * no longer pending); resolves to the order as it now stands.
+   */
+  async completeTestCheckout(orderId: string, outcome: Outcome): Promise<OrderRecord> {
+    const { store } = this.#o;
+    const order = await this.testCheckout(orderId);
+    const account = await store.accounts.byId(order.accountId);
+    if (!account) throw new GatewayError('not_found', `no account ${order.accountId}`);
+    if (account.status === 'suspended') throw new GatewayError('forbidden', 'this account is suspended');
+    if (!(await this.complete(order.id, outcome)))
+      throw new GatewayError('conflict', `order ${order.id} is already ${order.status}`);
+    return (await store.payments.order(order.id)) ?? order;
   }
 
   /**
@@ -152,29 +179,22 @@ export class PaymentsService {
         if (plan) await applyPlan(tx, account.id, plan, now, order.id);
         planAfter = order.plan;
       } else if (outcome.status === 'paid') {
-        await tx.ledger.addGrant({
-          id: newId('grant'),
+        await grantCredit(tx.ledger, {
           accountId: account.id,
           kind: 'topup',
           amountMicros: order.amountMicros,
-          remainingMicros: order.amountMicros,
           expiresAt: now + TOPUP_VALIDITY_MS,
-          createdAt: now,
           source: order.id,
+          now,
         });
       }
       const payload = paymentEvent(order, account.email, planAfter, outcome, now);
       if (await tx.webhooks.endpoint(account.id)) {
-        await tx.webhooks.enqueue({
-          id: newId('evt'),
+        await queueEvent(tx.webhooks, {
           accountId: account.id,
           eventType: payload.event_type,
-          payload: JSON.stringify(payload),
-          status: 'pending',
-          attempts: 0,
-          nextAttemptAt: now,
-          createdAt: now,
-          finishedAt: null,
+          body: payload,
+          now,
         });
       }
       return account.id;
@@ -236,7 +256,7 @@ function stripeMismatch(
   order: OrderRecord,
   session: Partial<Stripe.Checkout.Session>,
 ): Record<string, unknown> | undefined {
-  const cents = Math.round(order.amountMicros / 10_000);
+  const cents = microsToCents(order.amountMicros);
   const currency = order.currency.toLowerCase();
   if (order.provider !== 'stripe') return { provider: order.provider };
   if (session.amount_total !== cents) return { amount_total: session.amount_total ?? null, expected: cents };

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type Stripe from 'stripe';
 import type { PaymentProvider } from './payment-provider.ts';
+import { microsToCents } from '../shared/money.ts';
 
 // Loaded only when Stripe is configured: the package is the largest Tollgate has (about 18 MB resident).
 const load = (): typeof Stripe => createRequire(import.meta.url)('stripe') as typeof Stripe;
@@ -39,7 +40,7 @@ export function createStripePaymentProvider(stripe: Stripe): PaymentProvider {
             quantity: 1,
             price_data: {
               currency: order.currency.toLowerCase(),
-              unit_amount: Math.round(order.amountMicros / 10_000),
+              unit_amount: microsToCents(order.amountMicros),
               product_data: { name: description },
             },
           },

@@ -53,8 +53,7 @@ describe('a malformed event in the middle of an upstream stream', () => {
         baseUrl: type === 'openai' ? `${url}/v1` : type === 'gemini' ? `${url}/v1beta` : url,
         apiKey: 'k',
         headers: {},
-        chunkIntervalMs: 0,
-        firstTokenMs: 0,
+        options: {},
       };
       const provider = createProvider(config, { connectMs: 1000, firstByteMs: 1000, idleStreamMs: 1000 });
       const request = {

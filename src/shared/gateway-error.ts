@@ -27,7 +27,7 @@ export class GatewayError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly type: string;
-  /** Seconds a client should wait (429, 503): sent as Retry-After. */
+  /** Milliseconds a client should wait (429, 503): sent as Retry-After (whole seconds) and Retry-After-Ms. */
   readonly retryAfterMs: number | undefined;
   readonly headers: Record<string, string>;
   /** The request field at fault (`temperature`, `messages[2].role`), or null when no one field is. */

@@ -169,13 +169,13 @@ export class AdminReportsRepo {
     });
   }
 
-  /** A delivery by id, of any account (the operator's redelivery). */
-  async deliveryEvent(id: string): Promise<string | undefined> {
-    const row = await this.#db.get<{ event_id: string }>(
-      'SELECT event_id FROM webhook_deliveries WHERE id = $1',
+  /** The account a delivery (of any account) belongs to: the operator's redelivery goes through it. */
+  async deliveryAccount(id: string): Promise<string | undefined> {
+    const row = await this.#db.get<{ account_id: string }>(
+      'SELECT account_id FROM webhook_deliveries WHERE id = $1',
       [id],
     );
-    return row?.event_id;
+    return row?.account_id;
   }
 
   /**

@@ -2,12 +2,42 @@
 export type Row = Record<string, unknown>;
 export type SqlParam = string | number | bigint | null;
 
+/** What an engine can do, or how it is best used: code asks these, never the engine's name. */
+export interface DbCapabilities {
+  /**
+   * Only this process uses the database (an embedded file): a hold row left in it at start-up belongs to a
+   * process that died, whatever its expiry.
+   */
+  readonly singleProcess: boolean;
+  /**
+   * Each statement is a network round trip: a settlement batch is applied in a fixed number of multi-row
+   * statements rather than one statement per row (which is fastest where a statement costs microseconds).
+   */
+  readonly setBasedSettlement: boolean;
+  /** Transaction-scoped advisory locks, so that instances starting together apply each migration once. */
+  readonly advisoryLocks: boolean;
+}
+
+export const SQLITE_CAPABILITIES: DbCapabilities = Object.freeze({
+  singleProcess: true,
+  setBasedSettlement: false,
+  advisoryLocks: false,
+});
+
+export const POSTGRES_CAPABILITIES: DbCapabilities = Object.freeze({
+  singleProcess: false,
+  setBasedSettlement: true,
+  advisoryLocks: true,
+});
+
 /**
  * The one seam between the store's SQL and a database engine. SQL is written once with `$1`-style
  * placeholders, integer milliseconds for time and integer micro-USD for money, so both engines run it.
  */
 export interface Db {
+  /** The engine's name, for reports (`/health`); decisions ask `capabilities`. */
   readonly dialect: 'sqlite' | 'postgres';
+  readonly capabilities: DbCapabilities;
   /** All rows of a query. */
   all<T = Row>(sql: string, params?: readonly SqlParam[]): Promise<T[]>;
   /** The first row of a query, or undefined. */

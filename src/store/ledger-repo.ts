@@ -1,6 +1,7 @@
 import type { Db, SqlParam } from './db.ts';
 import { keyHasRoom } from './key-spend.ts';
 import type { CreditGrant, GrantKind, KeyBudget, Settlement } from './records.ts';
+import { utcDay } from '../shared/time.ts';
 
 interface GrantRow {
   id: string;
@@ -49,7 +50,7 @@ export interface BalanceRow {
  * One account's unexpired credit (and when its first counted grant expires), holds, debt and credit limit;
  * parameters: account id, now.
  */
-export const BALANCE_QUERY = `SELECT (SELECT CAST(SUM(remaining_micros) AS BIGINT) FROM credit_grants WHERE account_id = $1 AND expires_at > $2) AS credit,
+const BALANCE_QUERY = `SELECT (SELECT CAST(SUM(remaining_micros) AS BIGINT) FROM credit_grants WHERE account_id = $1 AND expires_at > $2) AS credit,
        (SELECT MIN(expires_at) FROM credit_grants WHERE account_id = $1 AND expires_at > $2 AND remaining_micros > 0) AS next_expiry,
        held_micros AS held, debt_micros AS debt, credit_limit_micros AS credit_limit
 FROM accounts WHERE id = $1`;
@@ -69,16 +70,8 @@ export function toBalance(row: BalanceRow | undefined): Balance {
   };
 }
 
-/** UTC calendar day of a time in ms, as `YYYY-MM-DD`. */
-export function utcDay(ms: number): string {
-  const day = Math.floor(ms / DAY_MS);
-  if (day !== lastDay.number)
-    lastDay = { number: day, text: new Date(day * DAY_MS).toISOString().slice(0, 10) };
-  return lastDay.text;
-}
-const DAY_MS = 86_400_000;
-/** The last day formatted: settlement formats the same day for every record of a batch. */
-let lastDay = { number: NaN, text: '' };
+/** The UTC day lives in src/shared/time.ts; exported here too for the ledger's callers and tests. */
+export { utcDay };
 
 /** Credit grants, holds and settlement: the money. Every method keeps credit − held − debt consistent. */
 export class LedgerRepo {
@@ -116,6 +109,17 @@ export class LedgerRepo {
 
   async balance(accountId: string, now: number): Promise<Balance> {
     return toBalance(await this.#db.get<BalanceRow>(BALANCE_QUERY, [accountId, now]));
+  }
+
+  /**
+   * The balance read synchronously, on engines that run in-process (`Db.readNow`; throws elsewhere): no other
+   * JavaScript runs between this read and what the caller does next, which makes a check-and-reserve atomic.
+   * Undefined for an unknown account; `nextExpiry` is when the first grant it counts runs out (read again then).
+   */
+  balanceNow(accountId: string, now: number): (Balance & { nextExpiry: number | null }) | undefined {
+    if (!this.#db.readNow) throw new Error('balanceNow needs an engine that runs in-process');
+    const row = this.#db.readNow<BalanceRow>(BALANCE_QUERY, [accountId, now]);
+    return row && { ...toBalance(row), nextExpiry: row.next_expiry };
   }
 
   /**
@@ -174,7 +178,9 @@ export class LedgerRepo {
     );
     const holdRows = options.holdRows ?? true;
     await this.#db.transaction(async (tx) =>
-      tx.dialect === 'postgres' ? settleBatch(tx, ordered, holdRows) : settleRowByRow(tx, ordered, holdRows),
+      tx.capabilities.setBasedSettlement
+        ? settleBatch(tx, ordered, holdRows)
+        : settleRowByRow(tx, ordered, holdRows),
     );
   }
 

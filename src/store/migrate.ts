@@ -17,7 +17,7 @@ export async function migrate(db: Db, now: number = Date.now()): Promise<string[
   for (const file of files) {
     const version = file.replace(/\.sql$/, '');
     const done = await db.transaction(async (tx) => {
-      if (tx.dialect === 'postgres') await tx.get('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      if (tx.capabilities.advisoryLocks) await tx.get('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
       const seen = await tx.get('SELECT version FROM schema_migrations WHERE version = $1', [version]);
       if (seen) return false;
       const sql = readFileSync(new URL(file, MIGRATIONS_DIR), 'utf8');

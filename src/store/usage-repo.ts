@@ -1,4 +1,5 @@
 import type { Db } from './db.ts';
+import { DAY_MS } from '../shared/time.ts';
 
 export type UsageGroup = 'day' | 'model' | 'key';
 
@@ -21,7 +22,6 @@ export interface StatsCounts {
 }
 
 const GROUP_COLUMN: Record<UsageGroup, string> = { day: 'day', model: 'model', key: 'key_id' };
-const DAY_MS = 86_400_000;
 
 /** Usage records, the daily rollup they feed, statistics over it, and retention. */
 /** One day and model of an account's usage. */

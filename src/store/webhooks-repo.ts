@@ -135,11 +135,6 @@ export class WebhooksRepo {
     );
   }
 
-  async event(id: string): Promise<WebhookEvent | undefined> {
-    const row = await this.#db.get<EventRow>('SELECT * FROM webhook_events WHERE id = $1', [id]);
-    return row && toEvent(row);
-  }
-
   /**
    * Leases up to `limit` due events until `leaseUntil`: an event leased by one instance is invisible to
    * the others until its lease runs out, so each attempt is made once.

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { BACKENDS, type OpenedBackend } from './backends.ts';
-import { type FakeUpstream, startFakeUpstream } from './fake-upstream.ts';
+import { startFakeOpenAI } from '../../src/providers/openai/fake-openai.ts';
+import { startFakeAnthropic } from '../../src/providers/anthropic/fake-anthropic.ts';
+import type { FakeUpstream } from '../../src/providers/fake-upstream.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './server.ts';
 
 /** Timeouts of the catalog's gateways: short, so a hang costs a fraction of a second. */
@@ -31,10 +33,7 @@ export async function startCatalog(): Promise<Catalog> {
   process.on('uncaughtException', onFault);
   process.on('unhandledRejection', onFault);
   const opened = await BACKENDS[0]!.open();
-  const [openai, anthropic] = await Promise.all([
-    startFakeUpstream('openai'),
-    startFakeUpstream('anthropic'),
-  ]);
+  const [openai, anthropic] = await Promise.all([startFakeOpenAI(), startFakeAnthropic()]);
   const server = await startTestServer({
     backend: opened,
     yaml: {

@@ -11,7 +11,8 @@ import { createSecretBox } from '../../src/shared/secret-box.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { createStore, openDb } from '../../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from '../helpers/backends.ts';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.ts';
+import { startFakeOpenAI } from '../../src/providers/openai/fake-openai.ts';
+import type { FakeUpstream } from '../../src/providers/fake-upstream.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const UPSTREAM_KEY = 'sk-proj-upstreamSecretValue0123456789';
@@ -125,7 +126,7 @@ describe('upstream error text and logs', () => {
 
   before(async () => {
     opened = await BACKENDS[0]!.open();
-    upstream = await startFakeUpstream('openai');
+    upstream = await startFakeOpenAI();
     server = await startTestServer({
       backend: opened,
       env: { UPSTREAM_KEY },

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { PlanId } from '../../config/config.ts';
 import type { Services } from '../../services.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
-import { newId } from '../../shared/ids.ts';
 import { iso, usd } from '../present.ts';
+import { usdToMicros } from '../../shared/money.ts';
 import { parseAccountQuery } from '../parse-account-query.ts';
 import { presentAdminAccount } from '../present-operator.ts';
 import { suspensionReason } from './operator-routes.ts';
@@ -120,7 +119,7 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
         ...(body.tpm !== undefined ? { tpmLimit: body.tpm } : {}),
         ...(body.daily_tokens !== undefined ? { dailyTokenLimit: body.daily_tokens } : {}),
         ...(body.credit_limit_usd !== undefined
-          ? { creditLimitMicros: Math.round(body.credit_limit_usd * 1_000_000) }
+          ? { creditLimitMicros: usdToMicros(body.credit_limit_usd) }
           : {}),
       });
       return presentAdminAccount(account);
@@ -145,30 +144,18 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
       },
     },
     async (request, reply) => {
-      const now = services.clock();
-      const account = await accounts.account(request.params.id);
-      const expiresAt =
-        request.body.expires_at === undefined ? now + 365 * 86_400_000 : Date.parse(request.body.expires_at);
-      if (!(expiresAt > now))
-        throw new GatewayError('invalid_request', 'body.expires_at must be in the future');
-      const amountMicros = Math.round(request.body.amount_usd * 1_000_000);
-      const grant = {
-        id: newId('grant'),
-        accountId: account.id,
-        kind: 'admin' as const,
-        amountMicros,
-        remainingMicros: amountMicros,
-        expiresAt,
-        createdAt: now,
-        source: 'admin',
-      };
-      await services.store.ledger.addGrant(grant);
+      const { amount_usd, expires_at } = request.body;
+      const grant = await accounts.grantCredit(
+        request.params.id,
+        usdToMicros(amount_usd),
+        expires_at === undefined ? undefined : Date.parse(expires_at),
+      );
       return reply.status(201).send({
         id: grant.id,
-        account_id: account.id,
+        account_id: grant.accountId,
         kind: grant.kind,
-        amount_usd: usd(amountMicros),
-        expires_at: iso(expiresAt),
+        amount_usd: usd(grant.amountMicros),
+        expires_at: iso(grant.expiresAt),
       });
     },
   );

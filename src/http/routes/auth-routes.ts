@@ -24,12 +24,12 @@ const verifySchema = {
 } as const;
 
 /** Registration and e-mail verification: open to anyone (per-IP limited once limits exist). */
-export function authRoutes(app: FastifyInstance, services: Services): void {
+export function authRoutes(app: FastifyInstance, services: Pick<Services, 'accounts' | 'signups'>): void {
   app.post<{ Body: { email: string; password: string } }>(
     '/api/auth/register',
     { schema: registerSchema },
     async (request, reply) => {
-      await services.guardSignup(request.ip);
+      await services.signups.check(request.ip);
       const { account, apiKey } = await services.accounts.register(request.body.email, request.body.password);
       return reply.status(201).send({ account: presentAccount(account), api_key: apiKey });
     },
@@ -39,7 +39,7 @@ export function authRoutes(app: FastifyInstance, services: Services): void {
     '/api/auth/verify-email',
     { schema: verifySchema },
     async (request) => {
-      await services.guardSignup(request.ip);
+      await services.signups.check(request.ip);
       const account = await services.accounts.verifyEmail(request.body.token);
       return { account: presentAccount(account), verified: true };
     },

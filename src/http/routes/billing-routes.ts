@@ -4,6 +4,7 @@ import { FAILURE_REASONS, type FailureReason } from '../../payments/payments-ser
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import type { OrderRecord } from '../../store/records.ts';
+import { checkoutPage, checkoutPageHeaders } from '../checkout-page.ts';
 import { iso, usd } from '../present.ts';
 import { userOf } from './principal.ts';
 
@@ -25,7 +26,7 @@ export function presentOrder(order: OrderRecord): Record<string, unknown> {
 const orderParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
 
 /** Checkout and orders; the test provider's checkout page; Stripe's webhook. */
-export function billingRoutes(app: FastifyInstance, services: Services): void {
+export function billingRoutes(app: FastifyInstance, services: Pick<Services, 'config' | 'payments'>): void {
   app.post<{ Body: { plan?: string; topup_usd?: number } }>(
     '/api/billing/checkout',
     {
@@ -53,7 +54,7 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.get('/api/billing/orders', { config: { auth: 'user' } }, async (request) => {
-    const orders = await services.store.payments.ordersOf(userOf(request).account.id);
+    const orders = await services.payments.orders(userOf(request).account.id);
     return { object: 'list', data: orders.map(presentOrder) };
   });
 
@@ -62,11 +63,10 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
     '/checkout/:id',
     { schema: { params: orderParams } },
     async (request, reply) => {
-      const order = await services.store.payments.order(request.params.id);
-      if (!order || order.provider !== 'test') throw new GatewayError('not_found', 'no such checkout');
+      const order = await services.payments.testCheckout(request.params.id);
       const nonce = randomBytes(16).toString('base64');
       return reply
-        .headers(pageHeaders(nonce))
+        .headers(checkoutPageHeaders(nonce))
         .type('text/html; charset=utf-8')
         .send(checkoutPage(order, nonce));
     },
@@ -89,17 +89,12 @@ export function billingRoutes(app: FastifyInstance, services: Services): void {
       },
     },
     async (request) => {
-      const order = await services.store.payments.order(request.params.id);
-      if (!order || order.provider !== 'test') throw new GatewayError('not_found', 'no such checkout');
-      if ((await services.accounts.account(order.accountId)).status === 'suspended')
-        throw new GatewayError('forbidden', 'this account is suspended');
       const { outcome, reason } = request.body;
-      const applied = await services.payments.complete(
-        order.id,
+      const order = await services.payments.completeTestCheckout(
+        request.params.id,
         outcome === 'success' ? { status: 'paid' } : { status: 'failed', reason: reason ?? 'card_declined' },
       );
-      if (!applied) throw new GatewayError('conflict', `order ${order.id} is already ${order.status}`);
-      return presentOrder((await services.store.payments.order(order.id)) ?? order);
+      return presentOrder(order);
     },
   );
 
@@ -130,37 +125,4 @@ function ownAddress(app: FastifyInstance): string {
   if (bound === null || typeof bound === 'string') return 'http://localhost';
   const host = bound.address === '0.0.0.0' || bound.address === '::' ? 'localhost' : bound.address;
   return `http://${bound.family === 'IPv6' && host !== 'localhost' ? `[${host}]` : host}:${bound.port}`;
-}
-
-/** The test checkout page may run only its own script, talk only to this origin, and never be framed. */
-function pageHeaders(nonce: string): Record<string, string> {
-  return {
-    'content-security-policy': `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
-    'x-frame-options': 'DENY',
-    'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
-    'cache-control': 'no-store',
-  };
-}
-
-function checkoutPage(order: OrderRecord, nonce: string): string {
-  const what = order.kind === 'plan' ? `the ${order.plan} plan` : 'a credit top-up';
-  return `<!doctype html><html><head><meta charset="utf-8"><title>Tollgate test checkout</title>
-<style nonce="${nonce}">body { font-family: system-ui; max-width: 32rem; margin: 3rem auto }</style></head>
-<body>
-<h1>Test checkout</h1>
-<p>Order <code>${order.id}</code>: ${what}, ${order.currency} ${(order.amountMicros / 1e6).toFixed(2)}. Status: <b>${order.status}</b>.</p>
-<p>This is the test payment provider: no card is charged.</p>
-<button id="pay">Pay (succeeds)</button>
-<button id="decline">Pay (card declined)</button>
-<pre id="out"></pre>
-<p><a href="/billing">Back to billing in the dashboard</a></p>
-<script nonce="${nonce}">
-async function pay(body) {
-  const r = await fetch(location.pathname, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  document.getElementById('out').textContent = JSON.stringify(await r.json(), null, 2);
-}
-document.getElementById('pay').addEventListener('click', () => pay({ outcome: 'success' }));
-document.getElementById('decline').addEventListener('click', () => pay({ outcome: 'failed', reason: 'card_declined' }));
-</script></body></html>`;
 }

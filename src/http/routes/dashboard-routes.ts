@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
-import { utcDay } from '../../store/ledger-repo.ts';
 import { iso, usd } from '../present.ts';
 import { userOf } from './principal.ts';
 
 /** Read-only views the dashboard needs beyond the rest of `/api`: recent requests, the webhook event log. */
-export function dashboardRoutes(app: FastifyInstance, services: Services): void {
+export function dashboardRoutes(app: FastifyInstance, services: Pick<Services, 'usage' | 'webhooks'>): void {
   app.get<{ Querystring: { limit?: string } }>(
     '/api/usage/recent',
     {
@@ -20,7 +19,7 @@ export function dashboardRoutes(app: FastifyInstance, services: Services): void 
     },
     async (request) => {
       const limit = Math.min(100, Number(request.query.limit ?? 20));
-      const rows = await services.store.usage.recent(userOf(request).account.id, limit);
+      const rows = await services.usage.recent(userOf(request).account.id, limit);
       return {
         object: 'list',
         data: rows.map((row) => ({
@@ -40,7 +39,7 @@ export function dashboardRoutes(app: FastifyInstance, services: Services): void 
   );
 
   app.get('/api/webhooks/events', { config: { auth: 'user' } }, async (request) => {
-    const events = await services.store.webhooks.eventsOf(userOf(request).account.id, 50);
+    const events = await services.webhooks.events(userOf(request).account.id);
     return {
       object: 'list',
       data: events.map((event) => ({
@@ -58,10 +57,7 @@ export function dashboardRoutes(app: FastifyInstance, services: Services): void 
 
   // The last 30 UTC days by day and model, for the overview's chart.
   app.get('/api/usage/daily-by-model', { config: { auth: 'user' } }, async (request) => {
-    const now = services.clock();
-    const to = utcDay(now);
-    const from = utcDay(now - 29 * 86_400_000);
-    const rows = await services.store.usage.dailyByModel(userOf(request).account.id, from, to);
+    const { from, to, rows } = await services.usage.dailyByModel(userOf(request).account.id);
     return {
       object: 'list',
       from,

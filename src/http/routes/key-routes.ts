@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { isCidr, type KeyChange } from '../../accounts/accounts-service.ts';
 import { LIMIT_PERIODS } from '../../accounts/key-controls.ts';
-import { readKeyStatus } from '../../accounts/key-status.ts';
 import type { Config } from '../../config/config.ts';
 import { NO_KEY_CONTROLS, type KeyControls, type LimitPeriod } from '../../store/records.ts';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { iso, presentKey, usd } from '../present.ts';
 import { userOf } from './principal.ts';
+import { usdToMicros } from '../../shared/money.ts';
 
 /** Per-key controls as a client sends them (create and change). */
 const controlProperties = {
@@ -50,7 +50,7 @@ function parseKeyChange(body: KeyBody, config: Config, now: number): KeyChange {
   if (body.name !== undefined) change.name = body.name;
   if (body.allowed_ips !== undefined) change.allowedIps = parseAllowedIps(body.allowed_ips);
   if (body.limit_usd !== undefined)
-    change.spendLimitMicros = body.limit_usd === null ? null : Math.round(body.limit_usd * 1_000_000);
+    change.spendLimitMicros = body.limit_usd === null ? null : usdToMicros(body.limit_usd);
   if (body.limit_period !== undefined) change.limitPeriod = body.limit_period;
   if (body.expires_at !== undefined) {
     if (body.expires_at === null) change.expiresAt = null;
@@ -101,31 +101,22 @@ const idParams = {
 } as const;
 
 /** The account's API keys: list (never the secret), create and rotate (secret once), change, revoke. */
-export function keyRoutes(app: FastifyInstance, services: Services): void {
+export function keyRoutes(
+  app: FastifyInstance,
+  services: Pick<Services, 'accounts' | 'config' | 'clock'>,
+): void {
   const config = { auth: 'user' } as const;
 
   app.get('/api/keys', { config }, async (request) => {
-    const keys = await services.accounts.listKeys(userOf(request).account.id);
-    const now = services.clock();
-    const lastUsed = await services.store.usage.lastUsed(keys.map((key) => key.id));
-    const presented = (key: (typeof keys)[number]): Record<string, unknown> => ({
+    const overview = await services.accounts.keyOverview(userOf(request).account.id);
+    // A limited key also shows its spend this period and what remains.
+    const data = overview.map(({ key, lastUsedAt, status }) => ({
       ...presentKey(key),
-      last_used_at: iso(lastUsed.get(key.id) ?? null),
-    });
-    // A limited key also shows its spend this period and what remains (two reads each; unlimited keys none).
-    const data = await Promise.all(
-      keys.map(async (key) => {
-        if (key.status !== 'active' || (key.controls?.spendLimitMicros ?? null) === null)
-          return { ...presented(key), spent_this_period_usd: null, remaining_usd: null, resets_at: null };
-        const status = await readKeyStatus(services.store, services.holds, key, now);
-        return {
-          ...presented(key),
-          spent_this_period_usd: usd(status.periodMicros),
-          remaining_usd: usd(status.remainingMicros ?? 0),
-          resets_at: iso(status.resetsAt),
-        };
-      }),
-    );
+      last_used_at: iso(lastUsedAt),
+      spent_this_period_usd: status ? usd(status.periodMicros) : null,
+      remaining_usd: status ? usd(status.remainingMicros ?? 0) : null,
+      resets_at: status ? iso(status.resetsAt) : null,
+    }));
     return { object: 'list', data };
   });
 

@@ -115,15 +115,10 @@ export function operatorReportRoutes(app: FastifyInstance, services: Services): 
       schema: { params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } },
     },
     async (request, reply) => {
-      const eventId = await reports.deliveryEvent(request.params.id);
-      if (!eventId) throw new GatewayError('not_found', `no delivery ${request.params.id}`);
-      const event = await services.store.webhooks.event(eventId);
-      noteAudit(request, {
-        ...(event ? { accountId: event.accountId } : {}),
-        details: { event_id: eventId },
-      });
-      await services.store.webhooks.requeue(eventId, services.clock());
-      services.dispatcher.nudge();
+      const accountId = await reports.deliveryAccount(request.params.id);
+      if (!accountId) throw new GatewayError('not_found', `no delivery ${request.params.id}`);
+      const eventId = await services.webhooks.redeliver(accountId, request.params.id);
+      noteAudit(request, { accountId, details: { event_id: eventId } });
       return reply.status(202).send({ event_id: eventId, status: 'queued' });
     },
   );

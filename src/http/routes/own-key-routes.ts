@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import { presentKeyControls } from '../../accounts/key-controls.ts';
-import { readKeyStatus } from '../../accounts/key-status.ts';
 import type { Services } from '../../services.ts';
 import { iso, usd } from '../present.ts';
 import { asUser } from './principal.ts';
@@ -9,10 +8,10 @@ import { asUser } from './principal.ts';
  * `GET /api/key`: the calling key's own controls, its spend today, this ISO week and this calendar month
  * (UTC), and what its limit still allows, so a script can check before it spends.
  */
-export function ownKeyRoutes(app: FastifyInstance, services: Services): void {
+export function ownKeyRoutes(app: FastifyInstance, services: Pick<Services, 'accounts'>): void {
   app.get('/api/key', { config: { auth: 'user' } }, async (request) => {
     const { key } = asUser(request.principal);
-    const status = await readKeyStatus(services.store, services.holds, key, services.clock());
+    const status = await services.accounts.keyStatus(key);
     return {
       id: key.id,
       name: key.name,

@@ -118,7 +118,7 @@ export function sessionRoutes(app: FastifyInstance, services: Services): void {
     '/api/auth/password-reset/confirm',
     { schema: body({ token: { type: 'string', minLength: 1, maxLength: 512 }, password }) },
     async (request, reply) => {
-      await services.guardSignup(request.ip);
+      await services.signups.check(request.ip);
       await sessions.confirmPasswordReset(request.body.token, request.body.password);
       clearSessionCookie(reply, config);
       return { reset: true };

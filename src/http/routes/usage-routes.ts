@@ -1,7 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
-import { utcDay } from '../../store/ledger-repo.ts';
 import type { UsageGroup } from '../../store/usage-repo.ts';
 import { usd } from '../present.ts';
 import { userOf } from './principal.ts';
@@ -10,7 +8,7 @@ const DAY = '^\\d{4}-\\d{2}-\\d{2}$';
 const GROUP_FIELD: Record<UsageGroup, string> = { day: 'day', model: 'model', key: 'key_id' };
 
 /** The account's usage from the daily rollup, and the operator's statistics. */
-export function usageRoutes(app: FastifyInstance, services: Services): void {
+export function usageRoutes(app: FastifyInstance, services: Pick<Services, 'usage'>): void {
   app.get<{ Querystring: { from?: string; to?: string; group_by?: UsageGroup } }>(
     '/api/usage',
     {
@@ -28,15 +26,11 @@ export function usageRoutes(app: FastifyInstance, services: Services): void {
       },
     },
     async (request) => {
-      const now = services.clock();
-      const to = request.query.to ?? utcDay(now);
-      const from = request.query.from ?? utcDay(Date.parse(`${to}T00:00:00Z`) - 29 * 86_400_000);
-      if (Number.isNaN(Date.parse(`${from}T00:00:00Z`)) || Number.isNaN(Date.parse(`${to}T00:00:00Z`))) {
-        throw new GatewayError('invalid_request', 'from and to must be dates as YYYY-MM-DD');
-      }
-      if (from > to) throw new GatewayError('invalid_request', 'from must not be after to');
-      const groupBy = request.query.group_by ?? 'day';
-      const rows = await services.store.usage.summary(userOf(request).account.id, from, to, groupBy);
+      const { from, to, groupBy, rows, total } = await services.usage.summary(userOf(request).account.id, {
+        from: request.query.from,
+        to: request.query.to,
+        groupBy: request.query.group_by,
+      });
       const present = (row: {
         requests: number;
         promptTokens: number;
@@ -49,15 +43,6 @@ export function usageRoutes(app: FastifyInstance, services: Services): void {
         total_tokens: row.promptTokens + row.completionTokens,
         cost_usd: usd(row.costMicros),
       });
-      const total = rows.reduce(
-        (sum, row) => ({
-          requests: sum.requests + row.requests,
-          promptTokens: sum.promptTokens + row.promptTokens,
-          completionTokens: sum.completionTokens + row.completionTokens,
-          costMicros: sum.costMicros + row.costMicros,
-        }),
-        { requests: 0, promptTokens: 0, completionTokens: 0, costMicros: 0 },
-      );
       return {
         object: 'list',
         from,
@@ -70,10 +55,7 @@ export function usageRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.get('/api/stats/segmented', { config: { auth: 'admin' } }, async () => {
-    const paidPlans = [...services.config.plans.values()]
-      .filter((plan) => plan.monthlyPriceMicros > 0 || plan.id === 'enterprise')
-      .map((plan) => plan.id);
-    const stats = await services.store.usage.stats(services.clock(), paidPlans);
+    const stats = await services.usage.segmentedStats();
     return {
       total_users: stats.totalUsers,
       verified_users: stats.verifiedUsers,

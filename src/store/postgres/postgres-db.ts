@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { type Db, type SqlParam, StoreUnavailableError } from '../db.ts';
+import { type Db, POSTGRES_CAPABILITIES, type SqlParam, StoreUnavailableError } from '../db.ts';
 
 // BIGINT (int8) carries milliseconds and micro-USD, all far below 2^53: read them as numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -64,6 +64,7 @@ type Queryable = pg.Pool | pg.PoolClient;
 
 class PostgresDb implements Db {
   readonly dialect = 'postgres';
+  readonly capabilities = POSTGRES_CAPABILITIES;
   readonly forUpdate = 'FOR UPDATE';
   readonly skipLocked = 'FOR UPDATE SKIP LOCKED';
   onAvailability: ((available: boolean, error?: unknown) => void) | undefined;

@@ -2,7 +2,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
-import type { Db, SqlParam } from '../db.ts';
+import { type Db, type SqlParam, SQLITE_CAPABILITIES } from '../db.ts';
 
 /** Opens (creating if needed) a SQLite file in WAL mode; `:memory:` works too. */
 export function createSqliteDb(path: string): Db {
@@ -55,6 +55,7 @@ const convertPlaceholders = (sql: string): string => sql.replace(/\$(\d+)/g, '?$
 
 class SqliteDb implements Db {
   readonly dialect = 'sqlite';
+  readonly capabilities = SQLITE_CAPABILITIES;
   readonly forUpdate = '';
   readonly skipLocked = '';
   readonly #database: DatabaseSync;
@@ -161,6 +162,7 @@ class SqliteDb implements Db {
 /** The view of the database inside a transaction: runs at once, never waits for itself. */
 class SqliteTx implements Db {
   readonly dialect = 'sqlite';
+  readonly capabilities = SQLITE_CAPABILITIES;
   readonly forUpdate = '';
   readonly skipLocked = '';
   readonly #db: SqliteDb;

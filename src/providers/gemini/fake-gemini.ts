@@ -1,6 +1,6 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import { schemaInstance } from '../../src/providers/simulator/schema-instance.ts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenFake } from '../fake-upstream.ts';
+import { schemaInstance } from '../simulator/schema-instance.ts';
 
 /** What the fake does with one request; behaviours are taken in order, then `ok`. */
 export type GeminiBehaviour =
@@ -50,42 +50,22 @@ const STATUS_NAMES: Record<number, string> = {
 export async function startFakeGemini(apiKey: string): Promise<FakeGemini> {
   const queue: GeminiBehaviour[] = [];
   const received: GeminiReceived[] = [];
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((request, response) => {
-    let raw = '';
-    request.on('data', (piece: Buffer) => (raw += piece.toString()));
-    request.on('end', () => {
-      let body: any;
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        body = raw;
-      }
-      received.push({ path: request.url ?? '', headers: request.headers, body });
-      const match = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)(\?alt=sse)?$/.exec(
-        request.url ?? '',
-      );
-      if (!match) return sendError(response, 404, `path ${request.url} not found`);
-      if (request.headers['x-goog-api-key'] !== apiKey)
-        return sendError(response, 400, 'API key not valid. Please pass a valid API key.');
-      const behaviour = queue.shift() ?? { kind: 'ok' };
-      serve(behaviour, decodeURIComponent(match[1]!), match[2] === 'streamGenerateContent', body, response);
-    });
+  const server = await listenFake((request, body, response) => {
+    received.push({ path: request.url ?? '', headers: request.headers, body });
+    const match = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)(\?alt=sse)?$/.exec(
+      request.url ?? '',
+    );
+    if (!match) return sendError(response, 404, `path ${request.url} not found`);
+    if (request.headers['x-goog-api-key'] !== apiKey)
+      return sendError(response, 400, 'API key not valid. Please pass a valid API key.');
+    const behaviour = queue.shift() ?? { kind: 'ok' };
+    serve(behaviour, decodeURIComponent(match[1]!), match[2] === 'streamGenerateContent', body, response);
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}/v1beta`,
+    url: `${server.origin}/v1beta`,
     received,
     script: (...behaviours) => void queue.push(...behaviours),
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }
 

@@ -22,6 +22,7 @@ import { effectiveLimits } from './limits/effective-limits.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
 import { createHealthCheck, type HealthReport } from './observability/health.ts';
 import { Metrics } from './observability/metrics.ts';
+import { createOperators, type Operators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
 import type { Provider } from './providers/provider.ts';
 import { Router } from './routing/router.ts';
@@ -56,6 +57,8 @@ export interface Services {
   scheduler: Scheduler;
   payments: PaymentsService;
   dispatcher: WebhookDispatcher;
+  /** Operators' console, audit log, announcements and mail queue, status page (issue 18). */
+  operators: Operators;
   /** The account's usage and the operator's statistics. */
   usage: UsageService;
   /** The account's webhook endpoint, test events, delivery log and redelivery. */
@@ -90,6 +93,8 @@ export interface ServicesOptions {
   stripeApiBase?: string;
   /** Session lifetimes and sign-in throttling (tests shorten or loosen them). */
   sessionPolicy?: Partial<SessionPolicy>;
+  /** How long a status page snapshot is served before it is rebuilt. */
+  statusRefreshMs?: number;
 }
 
 /** Wires the domain services over a store; does no I/O until used. */
@@ -201,6 +206,10 @@ export function createServices(options: ServicesOptions): Services {
     limitsOf: (account) => effectiveLimits(config.plans, account),
     billingStanding: (account, now, balance) => billingStanding(config, account, now, balance),
   });
+  const operators = createOperators({
+    ...{ store, config, clock, logger, mailer, router, accounts, cache, bus, scheduler },
+    ...(options.statusRefreshMs !== undefined ? { statusRefreshMs: options.statusRefreshMs } : {}),
+  });
 
   return {
     config,
@@ -220,6 +229,7 @@ export function createServices(options: ServicesOptions): Services {
     scheduler,
     payments,
     dispatcher,
+    operators,
     webhooks,
     usage: new UsageService({ store, config, clock }),
     startedAt,
@@ -243,6 +253,7 @@ export function createServices(options: ServicesOptions): Services {
         createRetentionJob(store, clock, config.retentionDays, logger),
         createHoldRecoveryJob(store, clock, logger),
         sessions.sweepJob(),
+        ...operators.jobs(),
         ...(holds.rowsInStore ? [createInstanceLeaseJob(store, clock, instanceId)] : []),
       ]);
       dispatcher.start();

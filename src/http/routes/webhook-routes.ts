@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
-import { iso } from '../present.ts';
+import { iso, presentDelivery } from '../present.ts';
 import { userOf } from './principal.ts';
 
 /** The account's webhook endpoint, its signing secret, test events and the delivery log. */
@@ -47,16 +47,7 @@ export function webhookRoutes(app: FastifyInstance, services: Pick<Services, 'we
     const deliveries = await webhooks.deliveries(userOf(request).account.id);
     return {
       object: 'list',
-      data: deliveries.map((d) => ({
-        id: d.id,
-        event_id: d.eventId,
-        attempt: d.attempt,
-        url: d.url,
-        status_code: d.statusCode,
-        error: d.error,
-        latency_ms: d.latencyMs,
-        created_at: iso(d.createdAt),
-      })),
+      data: deliveries.map(presentDelivery),
     };
   });
 

@@ -4,8 +4,8 @@ import 'uplot/dist/uPlot.min.css';
 
 export interface ChartSeries {
   label: string;
-  /** Which axis: cost on the left, tokens on the right. */
-  scale: 'usd' | 'tokens';
+  /** Which axis: cost on the left, tokens on the right; counts (requests, accounts) share the right axis. */
+  scale: 'usd' | 'tokens' | 'count';
   values: number[];
 }
 
@@ -28,6 +28,8 @@ export function DailyChart({
     if (!element) return;
     const xs = days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
     const width = () => Math.max(280, element.clientWidth);
+    const hasUsd = series.some((s) => s.scale === 'usd');
+    const hasCount = series.some((s) => s.scale !== 'usd');
     const plot = new uPlot(
       {
         width: width(),
@@ -38,7 +40,7 @@ export function DailyChart({
           {},
           ...series.map((s, i) => ({
             label: s.label,
-            scale: s.scale,
+            scale: s.scale === 'usd' ? 'usd' : 'tokens',
             stroke: COLORS[i % COLORS.length] ?? '#1d4ed8',
             width: 2,
             ...(s.scale === 'tokens' ? { dash: [6, 4] } : {}),
@@ -48,13 +50,19 @@ export function DailyChart({
         ],
         axes: [
           {},
-          {
-            scale: 'usd',
-            // Wide enough for the longest tick label (costs of a few requests are fractions of a cent).
-            size: (_u, values) => (values ? Math.max(...values.map((v) => v.length)) * 7 + 18 : 50),
-            values: (_u, ticks) => ticks.map((t) => `$${t}`),
-          },
-          { scale: 'tokens', side: 1, grid: { show: false } },
+          ...(hasUsd
+            ? [
+                {
+                  scale: 'usd',
+                  // Wide enough for the longest tick label (costs of a few requests are fractions of a cent).
+                  size: (_u: uPlot, values: string[] | null) =>
+                    values ? Math.max(...values.map((v) => v.length)) * 7 + 18 : 50,
+                  values: (_u: uPlot, ticks: number[]) => ticks.map((t) => `$${t}`),
+                },
+              ]
+            : []),
+          // Counts go on the right beside costs, on the left when they are alone.
+          ...(hasCount ? [{ scale: 'tokens', side: hasUsd ? 1 : 3, grid: { show: !hasUsd } }] : []),
         ],
       },
       [xs, ...series.map((s) => s.values)],

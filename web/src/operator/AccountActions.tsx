@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { api, type List, type Plan } from '../api.ts';
 import { ErrorMessage, Field, Notice, Section } from '../ui.tsx';
 import { type AdminAccount, fromLocalInput } from './operator-api.ts';
@@ -22,6 +22,7 @@ export function AccountActions({ account }: { account: AdminAccount }) {
   const [tpm, setTpm] = useState(text(account.limits_override?.tpm));
   const [daily, setDaily] = useState(text(account.limits_override?.daily_tokens));
   const [creditLimit, setCreditLimit] = useState(text(account.credit_limit_usd));
+  useEffect(() => setPlan(account.plan), [account.plan]);
   const plans = useQuery({ queryKey: ['plans'], queryFn: () => api<List<Plan>>('/plans') });
   const act = useMutation({
     mutationFn: async (action: { method: string; to: string; body?: unknown; done: string }) => {

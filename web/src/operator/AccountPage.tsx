@@ -51,7 +51,7 @@ export function AccountPage() {
               <dd>{dateTime(d.account.last_active_at)}</dd>
             </dl>
           </Section>
-          <AccountActions key={`${d.account.status}-${d.account.plan}`} account={d.account} />
+          <AccountActions account={d.account} />
           <Grants detail={d} />
           <AccountUsage detail={d} />
           <Keys detail={d} path={path} />

@@ -4,7 +4,7 @@ import 'uplot/dist/uPlot.min.css';
 
 export interface ChartSeries {
   label: string;
-  /** Which axis: cost on the left, tokens on the right; counts (requests, accounts) share the right axis. */
+  /** Which scale: costs (USD), counts (requests, accounts) or tokens, dashed; each gets an axis of its own. */
   scale: 'usd' | 'tokens' | 'count';
   values: number[];
 }
@@ -28,19 +28,21 @@ export function DailyChart({
     if (!element) return;
     const xs = days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
     const width = () => Math.max(280, element.clientWidth);
-    const hasUsd = series.some((s) => s.scale === 'usd');
-    const hasCount = series.some((s) => s.scale !== 'usd');
+    // The first scale in use gets the left axis and the grid, the second the right axis; a third only the legend.
+    const scales = (['usd', 'count', 'tokens'] as const).filter((scale) =>
+      series.some((s) => s.scale === scale),
+    );
     const plot = new uPlot(
       {
         width: width(),
         height: 220,
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-        scales: { x: { time: true }, usd: { auto: true }, tokens: { auto: true } },
+        scales: { x: { time: true }, usd: { auto: true }, count: { auto: true }, tokens: { auto: true } },
         series: [
           {},
           ...series.map((s, i) => ({
             label: s.label,
-            scale: s.scale === 'usd' ? 'usd' : 'tokens',
+            scale: s.scale,
             stroke: COLORS[i % COLORS.length] ?? '#1d4ed8',
             width: 2,
             ...(s.scale === 'tokens' ? { dash: [6, 4] } : {}),
@@ -50,19 +52,15 @@ export function DailyChart({
         ],
         axes: [
           {},
-          ...(hasUsd
-            ? [
-                {
-                  scale: 'usd',
-                  // Wide enough for the longest tick label (costs of a few requests are fractions of a cent).
-                  size: (_u: uPlot, values: string[] | null) =>
-                    values ? Math.max(...values.map((v) => v.length)) * 7 + 18 : 50,
-                  values: (_u: uPlot, ticks: number[]) => ticks.map((t) => `$${t}`),
-                },
-              ]
-            : []),
-          // Counts go on the right beside costs, on the left when they are alone.
-          ...(hasCount ? [{ scale: 'tokens', side: hasUsd ? 1 : 3, grid: { show: !hasUsd } }] : []),
+          ...scales.slice(0, 2).map((scale, i) => ({
+            scale,
+            side: i === 0 ? 3 : 1,
+            grid: { show: i === 0 },
+            // Wide enough for the longest tick label (costs of a few requests are fractions of a cent).
+            size: (_u: uPlot, values: string[] | null) =>
+              values ? Math.max(...values.map((v) => v.length)) * 7 + 18 : 50,
+            ...(scale === 'usd' ? { values: (_u: uPlot, ticks: number[]) => ticks.map((t) => `$${t}`) } : {}),
+          })),
         ],
       },
       [xs, ...series.map((s) => s.values)],

@@ -111,7 +111,7 @@ function AccountUsage({ detail }: { detail: AccountDetail }) {
     const byDay = new Map(rows.map((row) => [row.day, row]));
     return [
       { label: 'Cost (USD)', scale: 'usd' as const, values: days.map((d) => byDay.get(d)?.cost_usd ?? 0) },
-      { label: 'Tokens', scale: 'count' as const, values: days.map((d) => byDay.get(d)?.tokens ?? 0) },
+      { label: 'Tokens', scale: 'tokens' as const, values: days.map((d) => byDay.get(d)?.tokens ?? 0) },
     ];
   }, [days, rows]);
   const total = rows.reduce(

@@ -123,7 +123,7 @@ export function Announcements() {
               required
             />
           </div>
-          <div className="inline-form">
+          <div className="inline-form align-top">
             <Select
               label="Severity"
               value={draft.severity}

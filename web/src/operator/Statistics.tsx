@@ -60,6 +60,9 @@ export function Statistics() {
       ],
       traffic: [
         { label: 'Requests', scale: 'count' as const, values: value((row) => row.requests) },
+        { label: 'Tokens', scale: 'tokens' as const, values: value((row) => row.tokens) },
+      ],
+      accounts: [
         { label: 'New accounts', scale: 'count' as const, values: value((row) => row.new_accounts) },
       ],
       byPlan: segmentSeries(
@@ -84,6 +87,18 @@ export function Statistics() {
   return (
     <>
       <h1>Statistics</h1>
+      <div className="inline-form">
+        <Select
+          label="Days shown"
+          value={range}
+          onChange={setRange}
+          options={[
+            ['7', 'Last 7 days'],
+            ['30', 'Last 30 days'],
+            ['90', 'Last 90 days'],
+          ]}
+        />
+      </div>
       <ErrorMessage error={segmented.error ?? daily.error} />
       {s && (
         <Section title="Now">
@@ -105,36 +120,29 @@ export function Statistics() {
           </dl>
         </Section>
       )}
-      <Section title="Range">
-        <Select
-          label="Days shown"
-          value={range}
-          onChange={setRange}
-          options={[
-            ['7', 'Last 7 days'],
-            ['30', 'Last 30 days'],
-            ['90', 'Last 90 days'],
-          ]}
-        />
-      </Section>
       {d && charts && (
         <>
-          <Section title="Revenue and spend by day">
-            <DailyChart
-              label="Revenue from settled orders and spend by day"
-              days={days}
-              series={charts.money}
-            />
-          </Section>
-          <Section title="Requests and new accounts by day">
-            <DailyChart label="Requests and new accounts by day" days={days} series={charts.traffic} />
-          </Section>
-          <Section title="Spend by plan">
-            <DailyChart label="Spend by plan and day" days={days} series={charts.byPlan} />
-          </Section>
-          <Section title="Spend by model">
-            <DailyChart label="Spend by model and day" days={days} series={charts.byModel} />
-          </Section>
+          <div className="grid charts">
+            <Section title="Revenue and spend by day">
+              <DailyChart
+                label="Revenue from settled orders and spend by day"
+                days={days}
+                series={charts.money}
+              />
+            </Section>
+            <Section title="Requests and tokens by day">
+              <DailyChart label="Requests and tokens by day" days={days} series={charts.traffic} />
+            </Section>
+            <Section title="Spend by plan">
+              <DailyChart label="Spend by plan and day" days={days} series={charts.byPlan} />
+            </Section>
+            <Section title="Spend by model">
+              <DailyChart label="Spend by model and day" days={days} series={charts.byModel} />
+            </Section>
+            <Section title="New accounts by day">
+              <DailyChart label="New accounts by day" days={days} series={charts.accounts} />
+            </Section>
+          </div>
           <Section title="By day">
             <TableWrap label="Statistics by day">
               <table>

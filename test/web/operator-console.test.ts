@@ -63,9 +63,9 @@ const OPERATOR_ROUTES: [method: string, path: string, body?: unknown][] = [
   ['GET', '/api/admin/usage/export?from=2026-01-01&to=2026-01-02&format=csv'],
 ];
 
-/** A `datetime-local` value in UTC, `days` days and `minutes` minutes from now. */
-const localInput = (days: number, minutes = 0): string =>
-  new Date(Date.now() + days * DAY_MS + minutes * 60_000).toISOString().slice(0, 16);
+/** A `datetime-local` value in UTC: the UTC day `days` days from today, at `time`. */
+const localInput = (days: number, time: string): string =>
+  `${new Date(Date.now() + days * DAY_MS).toISOString().slice(0, 10)}T${time}`;
 
 describe(
   'the operator console in a real browser',
@@ -191,7 +191,7 @@ describe(
       await page.getByRole('link', { name: holderEmail }).click();
       await heading(page, holderEmail);
       await page.getByLabel('Amount (USD)').fill('25');
-      await page.getByLabel('Expires (UTC, optional)').fill(localInput(30));
+      await page.getByLabel('Expires (UTC, optional)').fill(localInput(30, '12:00'));
       await page.getByRole('button', { name: 'Grant credit' }).click();
       await page.getByRole('status').filter({ hasText: 'Granted USD 25.00' }).waitFor();
       await page.getByTestId('operator-balance').filter({ hasText: 'USD 26.00' }).waitFor();
@@ -246,12 +246,13 @@ describe(
       await go('Audit log');
       const row = page.getByRole('row').filter({ hasText: holder.accountId });
       await row
-        .filter({ hasText: /suspend/ })
+        .filter({ hasText: /suspend/i })
         .filter({ hasText: operatorEmail })
         .first()
         .waitFor();
       await row
-        .filter({ hasText: /credit/ })
+        .filter({ hasText: /credit|grant/i })
+        .filter({ hasText: operatorEmail })
         .first()
         .waitFor();
 
@@ -270,7 +271,8 @@ describe(
       await page.getByLabel('Severity').selectOption('major');
       await page.getByLabel('Affected models').fill('model-a');
       await page.getByLabel('Breaking change').check();
-      await page.getByLabel('Effective (UTC)').fill(localInput(89, 60));
+      // 89 days at the day's first minute and 90 at its last: short of and past 90 days, in days or in hours.
+      await page.getByLabel('Effective (UTC)').fill(localInput(89, '00:00'));
       await page.getByRole('button', { name: 'Post announcement' }).click();
       await page
         .getByRole('alert')
@@ -279,7 +281,7 @@ describe(
       assert.equal(await page.getByRole('row').filter({ hasText: notice }).count(), 0);
 
       const mailsBefore = server.mails.length;
-      await page.getByLabel('Effective (UTC)').fill(localInput(90, 60));
+      await page.getByLabel('Effective (UTC)').fill(localInput(90, '23:59'));
       await page.getByRole('button', { name: 'Post announcement' }).click();
       await page.getByRole('status').filter({ hasText: 'Announcement posted.' }).waitFor();
       await page.getByRole('row').filter({ hasText: notice }).filter({ hasText: 'model-a' }).waitFor();

@@ -40,7 +40,9 @@ export function AccountPage() {
               <dt>Plan</dt>
               <dd className="cap">{d.account.plan.replace('_', ' ')}</dd>
               <dt>Balance</dt>
-              <dd data-testid="operator-balance">{usd(d.account.balance_usd)}</dd>
+              <dd data-testid="operator-balance">
+                {d.account.balance_usd === undefined ? '—' : usd(d.account.balance_usd)}
+              </dd>
               <dt>Credit limit</dt>
               <dd>{d.account.credit_limit_usd === null ? 'none' : usd(d.account.credit_limit_usd)}</dd>
               <dt>Role</dt>

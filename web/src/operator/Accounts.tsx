@@ -131,7 +131,7 @@ export function Accounts() {
                     </td>
                     <td className="cap">{account.plan.replace('_', ' ')}</td>
                     <td>{account.status}</td>
-                    <td>{usd(account.balance_usd)}</td>
+                    <td>{account.balance_usd === undefined ? '—' : usd(account.balance_usd)}</td>
                     <td>{dateTime(account.created_at)}</td>
                     <td>{dateTime(account.last_active_at)}</td>
                     <td>

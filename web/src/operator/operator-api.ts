@@ -8,7 +8,8 @@ export interface AdminAccount {
   status: string;
   plan: string;
   plan_expires_at: string | null;
-  balance_usd: number;
+  /** Credit minus debt (left out where the server did not read it). */
+  balance_usd?: number;
   role: 'user' | 'operator';
   created_at: string;
   last_active_at: string | null;

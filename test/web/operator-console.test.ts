@@ -264,6 +264,22 @@ describe(
       assert.equal(await page.getByRole('link', { name: holderEmail }).count(), 0);
     });
 
+    it('unsuspends the account: its key works again', async () => {
+      await page.getByLabel('Status').selectOption('suspended');
+      await page.getByRole('link', { name: holderEmail }).click();
+      await heading(page, holderEmail);
+      await page.getByRole('button', { name: 'Unsuspend account' }).click();
+      await page.getByRole('status').filter({ hasText: 'Account unsuspended.' }).waitFor();
+      await page.getByTestId('account-status').filter({ hasText: 'active' }).waitFor();
+      const client = new OpenAI({ apiKey: holder.key, baseURL: `${server.url}/v1`, maxRetries: 0 });
+      const answer = await client.chat.completions.create({
+        model: 'model-b',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'back again' }],
+      });
+      assert.ok(answer.choices.length > 0);
+    });
+
     it('a breaking-change notice is refused at 89 days, accepted at 90, shown on /status and mailed', async () => {
       await go('Announcements');
       await page.getByLabel('Title').fill(notice);

@@ -22,7 +22,7 @@ export function AccountPage() {
       <p>
         <Link to="/operator/accounts">← All accounts</Link>
       </p>
-      <h1>{d ? d.account.email : 'Account'}</h1>
+      <h1 className="wrap">{d ? d.account.email : 'Account'}</h1>
       <ErrorMessage error={detail.error} />
       {d && (
         <>

@@ -366,8 +366,12 @@ describe(
             mkdirSync(SCREENS, { recursive: true });
             const name = target.link ? target.link.replace(' ', '-').toLowerCase() : 'account';
             await page.screenshot({ path: join(SCREENS, `operator-${name}-${width}.png`), fullPage: true });
-            if (target.link === 'Accounts' && width === 1280)
-              await page.screenshot({ path: join(SCREENS, 'console.png') });
+            // The README's picture: the first screen of an account's page at desktop width.
+            if (target.link === '' && width === 1280)
+              await page.screenshot({
+                path: join(SCREENS, 'console.png'),
+                clip: { x: 0, y: 0, width: 1280, height: 710 },
+              });
           }
           assert.deepEqual(await axeFindings(page), [], `${target.path} at ${width} px`);
           const overflow = await sidewaysOverflow(page);

@@ -12,6 +12,9 @@ export interface ChartSeries {
 // Distinguishable on white, dark enough for text contrast in the legend.
 const COLORS = ['#1d4ed8', '#b45309', '#047857', '#7c3aed', '#be123c', '#0e7490', '#4d7c0f', '#374151'];
 
+// Tick steps for counts and tokens: whole numbers only (there is no half request).
+const WHOLE_STEPS = Array.from({ length: 13 }, (_, power) => [1, 2, 5].map((m) => m * 10 ** power)).flat();
+
 /** Values by UTC day drawn by uPlot: cost lines on the left axis (USD), token lines dashed on the right. */
 export function DailyChart({
   days,
@@ -59,7 +62,9 @@ export function DailyChart({
             // Wide enough for the longest tick label (costs of a few requests are fractions of a cent).
             size: (_u: uPlot, values: string[] | null) =>
               values ? Math.max(...values.map((v) => v.length)) * 7 + 18 : 50,
-            ...(scale === 'usd' ? { values: (_u: uPlot, ticks: number[]) => ticks.map((t) => `$${t}`) } : {}),
+            ...(scale === 'usd'
+              ? { values: (_u: uPlot, ticks: number[]) => ticks.map((t) => `$${t}`) }
+              : { incrs: WHOLE_STEPS }),
           })),
         ],
       },

@@ -46,7 +46,7 @@ export function Deployments() {
                   <td>{row.provider}</td>
                   <td>{CIRCUIT[row.circuit]}</td>
                   <td>{num(row.requests_5m)}</td>
-                  <td>{percent(row.error_rate_5m)}</td>
+                  <td>{row.requests_5m === 0 ? '—' : percent(row.error_rate_5m)}</td>
                   <td>{ms(row.latency_p50_ms)}</td>
                   <td>{ms(row.ttft_p50_ms)}</td>
                 </tr>

@@ -1,7 +1,10 @@
 import type { Announcement } from '../store/announcements-repo.ts';
 
 const escapeXml = (text: string): string =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
+  text.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!,
+  );
 
 const stamp = (ms: number): string => new Date(ms).toISOString();
 
@@ -9,7 +12,11 @@ const stamp = (ms: number): string => new Date(ms).toISOString();
  * The announcements as an Atom 1.0 feed (RFC 4287): the feed and every entry carry id, title and updated;
  * the feed names its author and its own address. `baseUrl` is the site's public address, without a slash.
  */
-export function renderAtomFeed(announcements: readonly Announcement[], baseUrl: string, updatedAt: number): string {
+export function renderAtomFeed(
+  announcements: readonly Announcement[],
+  baseUrl: string,
+  updatedAt: number,
+): string {
   const page = `${baseUrl}/status`;
   const updated = announcements.reduce((latest, a) => Math.max(latest, a.updatedAt), 0) || updatedAt;
   const entries = announcements.map((a) => {

@@ -26,8 +26,7 @@ export const STATUS_PAGE_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'public, max-age=5',
 };
 
-const escapeHtml = (text: string): string =>
-  text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 const STATE_LABEL = { operational: 'Operational', degraded: 'Degraded', down: 'Down' } as const;
 
@@ -70,7 +69,8 @@ export function renderStatusPage(status: StatusDocument): string {
             `<span class="${barClass(day.availability)}" title="${day.day}: ${day.availability === null ? 'no data' : `${(day.availability * 100).toFixed(2)} %`}"></span>`,
         )
         .join('');
-      const uptime = model.uptime === null ? 'no data yet' : `${(model.uptime * 100).toFixed(2)} % over 90 days`;
+      const uptime =
+        model.uptime === null ? 'no data yet' : `${(model.uptime * 100).toFixed(2)} % over 90 days`;
       return `<div class="model"><strong>${escapeHtml(model.id)}</strong><span class="state ${model.state}">${STATE_LABEL[model.state]}</span></div>
 <div class="bar" aria-label="${escapeHtml(model.id)} availability, 90 days">${bar}</div><div class="muted">${uptime}</div>`;
     })

@@ -149,7 +149,5 @@ export class AnnouncementsService {
 
 /** The fields the input sets (undefined leaves the stored value). */
 function definedOf(input: AnnouncementInput): Partial<Announcement> {
-  return Object.fromEntries(
-    Object.entries(input).filter(([, value]) => value !== undefined),
-  ) as Partial<Announcement>;
+  return Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
 }

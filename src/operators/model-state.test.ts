@@ -22,10 +22,13 @@ describe('a model’s state from its deployments', () => {
       ['a', 'b'],
       [stat('a', { requests: 100, errorRate: 0.05 }), stat('b', {})],
     );
-    assert.deepEqual([...states], [
-      ['a', 'operational'],
-      ['b', 'operational'],
-    ]);
+    assert.deepEqual(
+      [...states],
+      [
+        ['a', 'operational'],
+        ['b', 'operational'],
+      ],
+    );
   });
 
   it('is degraded with one open circuit of two, or a tenth of attempts failing', () => {

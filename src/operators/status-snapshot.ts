@@ -139,7 +139,13 @@ export class StatusSnapshot {
       incidents: current.filter((a) => !a.breaking && serious(a)),
       announcements: current.filter((a) => !a.breaking && !serious(a)),
       breakingChanges: recent
-        .filter((a) => a.breaking && a.effectiveAt !== null && a.effectiveAt > now && (a.endsAt === null || a.endsAt > now))
+        .filter(
+          (a) =>
+            a.breaking &&
+            a.effectiveAt !== null &&
+            a.effectiveAt > now &&
+            (a.endsAt === null || a.endsAt > now),
+        )
         .sort((a, b) => (a.effectiveAt ?? 0) - (b.effectiveAt ?? 0)),
       feed: recent.slice(0, 50),
     };

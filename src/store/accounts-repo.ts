@@ -1,6 +1,13 @@
 import type { PlanId } from '../config/config.ts';
 import type { Db } from './db.ts';
-import type { AccountRecord, AccountRole, AccountStatus, ApiKeyRecord, KeyControls, LimitPeriod } from './records.ts';
+import type {
+  AccountRecord,
+  AccountRole,
+  AccountStatus,
+  ApiKeyRecord,
+  KeyControls,
+  LimitPeriod,
+} from './records.ts';
 
 export interface AccountRow {
   id: string;

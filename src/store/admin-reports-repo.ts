@@ -84,7 +84,9 @@ export class AdminReportsRepo {
   }
 
   /** Per UTC day since `from`: settled (paid) orders' revenue and new accounts. */
-  async revenueAndSignups(from: number): Promise<Map<string, { revenueMicros: number; newAccounts: number }>> {
+  async revenueAndSignups(
+    from: number,
+  ): Promise<Map<string, { revenueMicros: number; newAccounts: number }>> {
     const revenue = await this.#db.all<{ d: number | string; amount: number | string }>(
       `SELECT completed_at / ${DAY_MS} AS d, SUM(amount_micros) AS amount FROM orders
        WHERE status = 'paid' AND completed_at >= $1 GROUP BY completed_at / ${DAY_MS}`,

@@ -33,7 +33,8 @@ interface AnnouncementRow {
   created_by: string;
 }
 
-const nullableNumber = (value: number | string | null): number | null => (value === null ? null : Number(value));
+const nullableNumber = (value: number | string | null): number | null =>
+  value === null ? null : Number(value);
 
 const toAnnouncement = (row: AnnouncementRow): Announcement => ({
   id: row.id,

@@ -70,7 +70,12 @@ export function announcementRoutes(app: FastifyInstance, services: Services): vo
     {
       config,
       schema: {
-        body: { type: 'object', required: ['title', 'body'], additionalProperties: false, properties: fields },
+        body: {
+          type: 'object',
+          required: ['title', 'body'],
+          additionalProperties: false,
+          properties: fields,
+        },
       },
     },
     async (request, reply) => {
@@ -86,7 +91,8 @@ export function announcementRoutes(app: FastifyInstance, services: Services): vo
       config,
       schema: { params: idParams, body: { type: 'object', additionalProperties: false, properties: fields } },
     },
-    async (request) => presentAnnouncement(await announcements.update(request.params.id, inputOf(request.body))),
+    async (request) =>
+      presentAnnouncement(await announcements.update(request.params.id, inputOf(request.body))),
   );
 
   app.post<{ Params: { id: string } }>(

@@ -64,7 +64,10 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
           created_at: iso(grant.createdAt),
           source: grant.source,
         })),
-        keys: detail.keys.map(({ key, lastUsedAt }) => ({ ...presentKey(key), last_used_at: iso(lastUsedAt) })),
+        keys: detail.keys.map(({ key, lastUsedAt }) => ({
+          ...presentKey(key),
+          last_used_at: iso(lastUsedAt),
+        })),
         usage: {
           last_30_days: detail.usageByDay.map((row) => ({
             day: row.group,
@@ -140,7 +143,13 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
         limit,
         offset,
       );
-      return { object: 'list', data: found.entries.map(presentAuditEntry), total: found.total, limit, offset };
+      return {
+        object: 'list',
+        data: found.entries.map(presentAuditEntry),
+        total: found.total,
+        limit,
+        offset,
+      };
     },
   );
 }

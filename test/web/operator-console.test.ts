@@ -18,6 +18,7 @@ import {
   signIn,
   TIMEOUT,
 } from '../helpers/browser.ts';
+import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const PASSWORD = 'correct horse battery';
@@ -84,6 +85,7 @@ describe(
   () => {
     let opened: OpenedBackend;
     let server: TestServer;
+    let receiver: Receiver;
     let browser: Browser;
     let operator: BrowserContext;
     let page: Page;
@@ -112,7 +114,9 @@ describe(
 
     before(async () => {
       opened = await sqlite!.open();
-      server = await startTestServer({ backend: opened });
+      receiver = await startReceiver();
+      // A failed delivery is retried only after a minute: the redelivery the operator asks for comes first.
+      server = await startTestServer({ backend: opened, extra: { webhookRetryDelaysMs: [60_000] } });
       holder = await server.register(holderEmail);
       await server.register(operatorEmail);
       browser = await launchBrowser();
@@ -123,6 +127,7 @@ describe(
     after(async () => {
       await browser?.close();
       await server?.close();
+      await receiver?.close();
       await opened?.cleanup();
     });
 
@@ -292,6 +297,30 @@ describe(
         messages: [{ role: 'user', content: 'back again' }],
       });
       assert.ok(answer.choices.length > 0);
+    });
+
+    it('the webhooks page shows an endpoint that keeps failing and redelivers its last event', async () => {
+      receiver.answer({ status: 500 });
+      const set = await server.call('PUT', '/api/webhooks/endpoint', {
+        key: holder.key,
+        body: { url: receiver.url },
+      });
+      assert.equal(set.status, 200, JSON.stringify(set.body));
+      assert.equal((await server.call('POST', '/api/webhooks/test', { key: holder.key })).status, 202);
+      await receiver.waitFor(1);
+      await go('Webhooks');
+      const row = page.getByRole('row').filter({ hasText: holderEmail });
+      for (let i = 0; i < 50 && (await row.count()) === 0; i++) {
+        await page.waitForTimeout(200);
+        await page.reload();
+      }
+      await row.filter({ hasText: receiver.url }).filter({ hasText: /500/ }).waitFor();
+      await page.getByRole('button', { name: `Redeliver to ${holderEmail}` }).click();
+      await page.getByRole('status').filter({ hasText: 'Redelivery queued.' }).waitFor();
+      const [, again] = await receiver.waitFor(2);
+      assert.equal(JSON.parse(again!.body).event_type, 'webhook.test');
+      // Delivered now: the endpoint leaves the failing list.
+      await page.getByText('No endpoint is failing.').waitFor();
     });
 
     it('a breaking-change notice is refused at 89 days, accepted at 90, shown on /status and mailed', async () => {

@@ -12,6 +12,7 @@ import { BACKENDS, type OpenedBackend } from '../helpers/backends.ts';
 import {
   axeFindings,
   browserMissing,
+  desktopContext,
   eventually,
   heading,
   launchBrowser,
@@ -75,8 +76,7 @@ describe(
         },
       });
       browser = await launchBrowser();
-      alice = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-      alice.setDefaultTimeout(TIMEOUT);
+      alice = await desktopContext(browser);
       page = await alice.newPage();
     });
     after(async () => {

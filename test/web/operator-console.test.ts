@@ -11,6 +11,7 @@ import { BACKENDS, type OpenedBackend } from '../helpers/backends.ts';
 import {
   axeFindings,
   browserMissing,
+  desktopContext,
   heading,
   launchBrowser,
   SCREENS,
@@ -104,8 +105,7 @@ describe(
     };
     /** A new browser context signed in as the account holder. */
     const holderContext = async (): Promise<{ context: BrowserContext; page: Page }> => {
-      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-      context.setDefaultTimeout(TIMEOUT);
+      const context = await desktopContext(browser);
       const p = await context.newPage();
       await signIn(p, server.url, holderEmail, PASSWORD);
       await heading(p, 'Overview');
@@ -120,8 +120,7 @@ describe(
       holder = await server.register(holderEmail);
       await server.register(operatorEmail);
       browser = await launchBrowser();
-      operator = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-      operator.setDefaultTimeout(TIMEOUT);
+      operator = await desktopContext(browser);
       page = await operator.newPage();
     });
     after(async () => {

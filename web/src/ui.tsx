@@ -76,3 +76,21 @@ export function TableWrap({ label, children }: { label: string; children: ReactN
     </div>
   );
 }
+
+/** A table's only row when it has nothing to list (shown once the list has loaded). */
+export function EmptyRow({
+  when,
+  columns,
+  children,
+}: {
+  when: boolean;
+  columns: number;
+  children: ReactNode;
+}) {
+  if (!when) return null;
+  return (
+    <tr>
+      <td colSpan={columns}>{children}</td>
+    </tr>
+  );
+}

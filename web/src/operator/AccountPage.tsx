@@ -3,8 +3,9 @@ import { useMemo } from 'react';
 import { Link, useParams } from 'react-router';
 import { api, dateTime, num, usd } from '../api.ts';
 import { DailyChart } from '../Chart.tsx';
+import { DeliveryTable } from '../DeliveryTable.tsx';
 import { daysBetween } from '../pages/Overview.tsx';
-import { ErrorMessage, Section, TableWrap } from '../ui.tsx';
+import { EmptyRow, ErrorMessage, Section, TableWrap } from '../ui.tsx';
 import { AccountActions } from './AccountActions.tsx';
 import type { AccountDetail } from './operator-api.ts';
 
@@ -91,11 +92,9 @@ function Grants({ detail }: { detail: AccountDetail }) {
                 <td>{grant.source ?? '—'}</td>
               </tr>
             ))}
-            {detail.credits.length === 0 && (
-              <tr>
-                <td colSpan={6}>No credit.</td>
-              </tr>
-            )}
+            <EmptyRow when={detail.credits.length === 0} columns={6}>
+              No credit.
+            </EmptyRow>
           </tbody>
         </table>
       </TableWrap>
@@ -175,11 +174,9 @@ function Keys({ detail, path }: { detail: AccountDetail; path: string }) {
                 </td>
               </tr>
             ))}
-            {detail.keys.length === 0 && (
-              <tr>
-                <td colSpan={6}>No keys.</td>
-              </tr>
-            )}
+            <EmptyRow when={detail.keys.length === 0} columns={6}>
+              No keys.
+            </EmptyRow>
           </tbody>
         </table>
       </TableWrap>
@@ -218,11 +215,9 @@ function Orders({ detail }: { detail: AccountDetail }) {
                 <td>{dateTime(order.created_at)}</td>
               </tr>
             ))}
-            {detail.orders.length === 0 && (
-              <tr>
-                <td colSpan={5}>No orders.</td>
-              </tr>
-            )}
+            <EmptyRow when={detail.orders.length === 0} columns={5}>
+              No orders.
+            </EmptyRow>
           </tbody>
         </table>
       </TableWrap>
@@ -241,49 +236,13 @@ function Deliveries({ detail }: { detail: AccountDetail }) {
     <Section title="Webhook deliveries">
       {redeliver.isSuccess && <p role="status">Redelivery queued.</p>}
       <ErrorMessage error={redeliver.error} />
-      <TableWrap label="Webhook deliveries">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Time</th>
-              <th scope="col">Event</th>
-              <th scope="col">Attempt</th>
-              <th scope="col">Result</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {detail.webhook_deliveries.map((delivery) => (
-              <tr key={delivery.id}>
-                <td>{dateTime(delivery.created_at)}</td>
-                <td>
-                  <code>{delivery.event_id}</code>
-                </td>
-                <td>{delivery.attempt}</td>
-                <td>
-                  {delivery.status_code !== null ? `HTTP ${delivery.status_code}` : 'no answer'}
-                  {delivery.error ? ` — ${delivery.error}` : ''}
-                </td>
-                <td>
-                  <button
-                    type="button"
-                    className="secondary"
-                    disabled={redeliver.isPending}
-                    onClick={() => redeliver.mutate(delivery.id)}
-                  >
-                    Redeliver {delivery.event_id}
-                  </button>
-                </td>
-              </tr>
-            ))}
-            {detail.webhook_deliveries.length === 0 && (
-              <tr>
-                <td colSpan={5}>No deliveries.</td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </TableWrap>
+      <DeliveryTable
+        label="Webhook deliveries"
+        deliveries={detail.webhook_deliveries}
+        onRedeliver={(id) => redeliver.mutate(id)}
+        disabled={redeliver.isPending}
+        empty="No deliveries."
+      />
     </Section>
   );
 }

@@ -4,6 +4,7 @@ import { Link, useSearchParams } from 'react-router';
 import { api, dateTime, type List, type Plan, usd } from '../api.ts';
 import { ErrorMessage, Field, Section, TableWrap } from '../ui.tsx';
 import { type AdminAccount, type Page, query } from './operator-api.ts';
+import { Pager } from './Pager.tsx';
 import { Select } from './Select.tsx';
 
 const PAGE_SIZE = 50;
@@ -142,24 +143,12 @@ export function Accounts() {
               </tbody>
             </table>
           </TableWrap>
-          <div className="pager">
-            <button
-              type="button"
-              className="secondary"
-              disabled={offset === 0}
-              onClick={() => set({ offset: String(Math.max(0, offset - PAGE_SIZE)) })}
-            >
-              Previous page
-            </button>
-            <button
-              type="button"
-              className="secondary"
-              disabled={offset + PAGE_SIZE >= page.total}
-              onClick={() => set({ offset: String(offset + PAGE_SIZE) })}
-            >
-              Next page
-            </button>
-          </div>
+          <Pager
+            offset={offset}
+            pageSize={PAGE_SIZE}
+            total={page.total}
+            onChange={(next) => set({ offset: String(next) })}
+          />
         </Section>
       )}
     </>

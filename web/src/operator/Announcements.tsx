@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { api, dateTime, type List } from '../api.ts';
-import { ErrorMessage, Field, Notice, Section, TableWrap } from '../ui.tsx';
+import { EmptyRow, ErrorMessage, Field, Notice, Section, TableWrap } from '../ui.tsx';
 import { type Announcement, fromLocalInput, type Severity, toLocalInput } from './operator-api.ts';
 import { Select } from './Select.tsx';
 
@@ -245,11 +245,9 @@ export function Announcements() {
                   </tr>
                 );
               })}
-              {list.data?.data.length === 0 && (
-                <tr>
-                  <td colSpan={7}>No announcements yet.</td>
-                </tr>
-              )}
+              <EmptyRow when={list.data?.data.length === 0} columns={7}>
+                No announcements yet.
+              </EmptyRow>
             </tbody>
           </table>
         </TableWrap>

@@ -4,6 +4,7 @@ import { Link } from 'react-router';
 import { api, dateTime } from '../api.ts';
 import { ErrorMessage, Field, Section, TableWrap } from '../ui.tsx';
 import { type AuditEntry, type Page, query } from './operator-api.ts';
+import { Pager } from './Pager.tsx';
 
 const PAGE_SIZE = 50;
 
@@ -79,24 +80,7 @@ export function AuditLog() {
               </tbody>
             </table>
           </TableWrap>
-          <div className="pager">
-            <button
-              type="button"
-              className="secondary"
-              disabled={offset === 0}
-              onClick={() => setOffset(Math.max(0, offset - PAGE_SIZE))}
-            >
-              Previous page
-            </button>
-            <button
-              type="button"
-              className="secondary"
-              disabled={offset + PAGE_SIZE >= page.total}
-              onClick={() => setOffset(offset + PAGE_SIZE)}
-            >
-              Next page
-            </button>
-          </div>
+          <Pager offset={offset} pageSize={PAGE_SIZE} total={page.total} onChange={setOffset} />
         </Section>
       )}
     </>

@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { api, type List, num } from '../api.ts';
-import { ErrorMessage, Section, TableWrap } from '../ui.tsx';
+import { EmptyRow, ErrorMessage, Section, TableWrap } from '../ui.tsx';
 import { type DeploymentHealth, ms, percent } from './operator-api.ts';
 
 const CIRCUIT: Record<DeploymentHealth['circuit'], string> = {
@@ -51,11 +51,9 @@ export function Deployments() {
                   <td>{ms(row.ttft_p50_ms)}</td>
                 </tr>
               ))}
-              {deployments.data?.data.length === 0 && (
-                <tr>
-                  <td colSpan={8}>No deployments are configured.</td>
-                </tr>
-              )}
+              <EmptyRow when={deployments.data?.data.length === 0} columns={8}>
+                No deployments are configured.
+              </EmptyRow>
             </tbody>
           </table>
         </TableWrap>

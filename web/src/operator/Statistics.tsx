@@ -3,7 +3,7 @@ import { useMemo, useState } from 'react';
 import { api, num, usd } from '../api.ts';
 import { type ChartSeries, DailyChart } from '../Chart.tsx';
 import { daysBetween } from '../pages/Overview.tsx';
-import { ErrorMessage, Section, TableWrap } from '../ui.tsx';
+import { EmptyRow, ErrorMessage, Section, TableWrap } from '../ui.tsx';
 import type { DailyStats, SegmentedStats } from './operator-api.ts';
 import { Select } from './Select.tsx';
 
@@ -167,11 +167,9 @@ export function Statistics() {
                       <td>{num(row.new_accounts)}</td>
                     </tr>
                   ))}
-                  {d.data.length === 0 && (
-                    <tr>
-                      <td colSpan={6}>No traffic in this range.</td>
-                    </tr>
-                  )}
+                  <EmptyRow when={d.data.length === 0} columns={6}>
+                    No traffic in this range.
+                  </EmptyRow>
                 </tbody>
               </table>
             </TableWrap>

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { api, dateTime, num } from '../api.ts';
-import { ErrorMessage, Notice, Section, TableWrap } from '../ui.tsx';
+import { EmptyRow, ErrorMessage, Notice, Section, TableWrap } from '../ui.tsx';
 import type { WebhookHealth } from './operator-api.ts';
 
 /** The webhook outbox: its backlog, the endpoints that keep failing, and redelivery of their last event. */
@@ -76,11 +76,9 @@ export function WebhookHealthPage() {
                       </td>
                     </tr>
                   ))}
-                  {h.failing_endpoints.length === 0 && (
-                    <tr>
-                      <td colSpan={6}>No endpoint is failing.</td>
-                    </tr>
-                  )}
+                  <EmptyRow when={h.failing_endpoints.length === 0} columns={6}>
+                    No endpoint is failing.
+                  </EmptyRow>
                 </tbody>
               </table>
             </TableWrap>

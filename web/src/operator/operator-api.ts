@@ -1,17 +1,10 @@
 // The operator API's answers as the console reads them (the contract: /api/admin/*, see docs/operations.md).
-import type { ApiKey, Delivery, Order } from '../api.ts';
+import type { Account, ApiKey, Delivery, Order } from '../api.ts';
 
-export interface AdminAccount {
-  id: string;
-  email: string;
-  email_verified: boolean;
-  status: string;
-  plan: string;
-  plan_expires_at: string | null;
+export interface AdminAccount extends Account {
   /** Credit minus debt (left out where the server did not read it). */
   balance_usd?: number;
   role: 'user' | 'operator';
-  created_at: string;
   last_active_at: string | null;
   limits_override: { rpm: number | null; tpm: number | null; daily_tokens: number | null } | null;
   credit_limit_usd: number | null;

@@ -94,3 +94,23 @@ export function EmptyRow({
     </tr>
   );
 }
+
+/** A table under a header row of column names, scrolling inside its card at phone width. */
+export function DataTable(props: { label: string; columns: readonly string[]; children: ReactNode }) {
+  return (
+    <TableWrap label={props.label}>
+      <table>
+        <thead>
+          <tr>
+            {props.columns.map((column) => (
+              <th key={column} scope="col">
+                {column}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </TableWrap>
+  );
+}

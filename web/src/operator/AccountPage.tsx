@@ -5,7 +5,7 @@ import { api, dateTime, num, usd } from '../api.ts';
 import { DailyChart } from '../Chart.tsx';
 import { DeliveryTable } from '../DeliveryTable.tsx';
 import { daysBetween } from '../pages/Overview.tsx';
-import { EmptyRow, ErrorMessage, Section, TableWrap } from '../ui.tsx';
+import { DataTable, EmptyRow, ErrorMessage, Section } from '../ui.tsx';
 import { AccountActions } from './AccountActions.tsx';
 import type { AccountDetail } from './operator-api.ts';
 
@@ -69,35 +69,24 @@ export function AccountPage() {
 function Grants({ detail }: { detail: AccountDetail }) {
   return (
     <Section title="Credit grants">
-      <TableWrap label="Credit grants">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Kind</th>
-              <th scope="col">Amount</th>
-              <th scope="col">Remaining</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Granted</th>
-              <th scope="col">Source</th>
-            </tr>
-          </thead>
-          <tbody>
-            {detail.credits.map((grant) => (
-              <tr key={grant.id}>
-                <td>{grant.kind}</td>
-                <td>{usd(grant.amount_usd)}</td>
-                <td>{usd(grant.remaining_usd)}</td>
-                <td>{grant.expires_at ? dateTime(grant.expires_at) : 'never'}</td>
-                <td>{dateTime(grant.created_at)}</td>
-                <td>{grant.source ?? '—'}</td>
-              </tr>
-            ))}
-            <EmptyRow when={detail.credits.length === 0} columns={6}>
-              No credit.
-            </EmptyRow>
-          </tbody>
-        </table>
-      </TableWrap>
+      <DataTable
+        label="Credit grants"
+        columns={['Kind', 'Amount', 'Remaining', 'Expires', 'Granted', 'Source']}
+      >
+        {detail.credits.map((grant) => (
+          <tr key={grant.id}>
+            <td>{grant.kind}</td>
+            <td>{usd(grant.amount_usd)}</td>
+            <td>{usd(grant.remaining_usd)}</td>
+            <td>{grant.expires_at ? dateTime(grant.expires_at) : 'never'}</td>
+            <td>{dateTime(grant.created_at)}</td>
+            <td>{grant.source ?? '—'}</td>
+          </tr>
+        ))}
+        <EmptyRow when={detail.credits.length === 0} columns={6}>
+          No credit.
+        </EmptyRow>
+      </DataTable>
     </Section>
   );
 }
@@ -138,48 +127,34 @@ function Keys({ detail, path }: { detail: AccountDetail; path: string }) {
   return (
     <Section title="API keys">
       <ErrorMessage error={revoke.error} />
-      <TableWrap label="API keys">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Status</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {detail.keys.map((key) => (
-              <tr key={key.id}>
-                <td>{key.name}</td>
-                <td>
-                  <code>{key.prefix}</code>
-                </td>
-                <td>{key.status}</td>
-                <td>{dateTime(key.created_at)}</td>
-                <td>{dateTime(key.last_used_at ?? null)}</td>
-                <td className="actions">
-                  {key.status === 'active' && (
-                    <button
-                      type="button"
-                      className="danger"
-                      disabled={revoke.isPending}
-                      onClick={() => revoke.mutate(key.id)}
-                    >
-                      Revoke {key.name}
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-            <EmptyRow when={detail.keys.length === 0} columns={6}>
-              No keys.
-            </EmptyRow>
-          </tbody>
-        </table>
-      </TableWrap>
+      <DataTable label="API keys" columns={['Name', 'Prefix', 'Status', 'Created', 'Last used', 'Actions']}>
+        {detail.keys.map((key) => (
+          <tr key={key.id}>
+            <td>{key.name}</td>
+            <td>
+              <code>{key.prefix}</code>
+            </td>
+            <td>{key.status}</td>
+            <td>{dateTime(key.created_at)}</td>
+            <td>{dateTime(key.last_used_at ?? null)}</td>
+            <td className="actions">
+              {key.status === 'active' && (
+                <button
+                  type="button"
+                  className="danger"
+                  disabled={revoke.isPending}
+                  onClick={() => revoke.mutate(key.id)}
+                >
+                  Revoke {key.name}
+                </button>
+              )}
+            </td>
+          </tr>
+        ))}
+        <EmptyRow when={detail.keys.length === 0} columns={6}>
+          No keys.
+        </EmptyRow>
+      </DataTable>
     </Section>
   );
 }
@@ -187,40 +162,27 @@ function Keys({ detail, path }: { detail: AccountDetail; path: string }) {
 function Orders({ detail }: { detail: AccountDetail }) {
   return (
     <Section title="Orders">
-      <TableWrap label="Orders">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Order</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Status</th>
-              <th scope="col">Amount</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {detail.orders.map((order) => (
-              <tr key={order.order_id}>
-                <td>
-                  <code>{order.order_id}</code>
-                </td>
-                <td>{order.kind === 'plan' ? `Plan ${order.plan ?? ''}` : 'Top-up'}</td>
-                <td>
-                  {order.status}
-                  {order.reason ? ` (${order.reason})` : ''}
-                </td>
-                <td>
-                  {order.currency} {order.amount.toFixed(2)}
-                </td>
-                <td>{dateTime(order.created_at)}</td>
-              </tr>
-            ))}
-            <EmptyRow when={detail.orders.length === 0} columns={5}>
-              No orders.
-            </EmptyRow>
-          </tbody>
-        </table>
-      </TableWrap>
+      <DataTable label="Orders" columns={['Order', 'Kind', 'Status', 'Amount', 'Created']}>
+        {detail.orders.map((order) => (
+          <tr key={order.order_id}>
+            <td>
+              <code>{order.order_id}</code>
+            </td>
+            <td>{order.kind === 'plan' ? `Plan ${order.plan ?? ''}` : 'Top-up'}</td>
+            <td>
+              {order.status}
+              {order.reason ? ` (${order.reason})` : ''}
+            </td>
+            <td>
+              {order.currency} {order.amount.toFixed(2)}
+            </td>
+            <td>{dateTime(order.created_at)}</td>
+          </tr>
+        ))}
+        <EmptyRow when={detail.orders.length === 0} columns={5}>
+          No orders.
+        </EmptyRow>
+      </DataTable>
     </Section>
   );
 }

@@ -2,7 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, dateTime, type List, type Plan, usd } from '../api.ts';
-import { ErrorMessage, Field, Section, TableWrap } from '../ui.tsx';
+import { DataTable, ErrorMessage, Field, Section } from '../ui.tsx';
 import { type AdminAccount, type Page, query } from './operator-api.ts';
 import { Pager } from './Pager.tsx';
 import { Select } from './Select.tsx';
@@ -110,39 +110,27 @@ export function Accounts() {
               ? 'No account matches.'
               : `Accounts ${offset + 1}–${last} of ${page.total.toLocaleString('en-US')}`}
           </p>
-          <TableWrap label="Accounts">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">E-mail</th>
-                  <th scope="col">Plan</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Balance</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last active</th>
-                  <th scope="col">Id</th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.data.map((account) => (
-                  <tr key={account.id}>
-                    <td>
-                      <Link to={`/operator/accounts/${encodeURIComponent(account.id)}`}>{account.email}</Link>
-                      {account.role === 'operator' && <span className="badge">operator</span>}
-                    </td>
-                    <td className="cap">{account.plan.replace('_', ' ')}</td>
-                    <td>{account.status}</td>
-                    <td>{account.balance_usd === undefined ? '—' : usd(account.balance_usd)}</td>
-                    <td>{dateTime(account.created_at)}</td>
-                    <td>{dateTime(account.last_active_at)}</td>
-                    <td>
-                      <code>{account.id}</code>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <DataTable
+            label="Accounts"
+            columns={['E-mail', 'Plan', 'Status', 'Balance', 'Created', 'Last active', 'Id']}
+          >
+            {page.data.map((account) => (
+              <tr key={account.id}>
+                <td>
+                  <Link to={`/operator/accounts/${encodeURIComponent(account.id)}`}>{account.email}</Link>
+                  {account.role === 'operator' && <span className="badge">operator</span>}
+                </td>
+                <td className="cap">{account.plan.replace('_', ' ')}</td>
+                <td>{account.status}</td>
+                <td>{account.balance_usd === undefined ? '—' : usd(account.balance_usd)}</td>
+                <td>{dateTime(account.created_at)}</td>
+                <td>{dateTime(account.last_active_at)}</td>
+                <td>
+                  <code>{account.id}</code>
+                </td>
+              </tr>
+            ))}
+          </DataTable>
           <Pager
             offset={offset}
             pageSize={PAGE_SIZE}

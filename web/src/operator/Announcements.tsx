@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { api, dateTime, type List } from '../api.ts';
-import { EmptyRow, ErrorMessage, Field, Notice, Section, TableWrap } from '../ui.tsx';
+import { DataTable, EmptyRow, ErrorMessage, Field, Notice, Section } from '../ui.tsx';
 import { type Announcement, fromLocalInput, type Severity, toLocalInput } from './operator-api.ts';
 import { Select } from './Select.tsx';
 
@@ -195,62 +195,50 @@ export function Announcements() {
         </form>
       </Section>
       <Section title="All announcements">
-        <TableWrap label="Announcements">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Title</th>
-                <th scope="col">Severity</th>
-                <th scope="col">Models</th>
-                <th scope="col">Starts</th>
-                <th scope="col">Ends</th>
-                <th scope="col">Breaking from</th>
-                <th scope="col">Actions</th>
+        <DataTable
+          label="Announcements"
+          columns={['Title', 'Severity', 'Models', 'Starts', 'Ends', 'Breaking from', 'Actions']}
+        >
+          {list.data?.data.map((notice) => {
+            const ended = notice.ends_at !== null && Date.parse(notice.ends_at) <= Date.now();
+            return (
+              <tr key={notice.id}>
+                <td>{notice.title}</td>
+                <td>{notice.severity}</td>
+                <td>{notice.models.length > 0 ? notice.models.join(', ') : 'all'}</td>
+                <td>{dateTime(notice.starts_at)}</td>
+                <td>{ended ? `ended ${dateTime(notice.ends_at)}` : dateTime(notice.ends_at)}</td>
+                <td>{notice.breaking ? dateTime(notice.effective_at) : '—'}</td>
+                <td className="actions">
+                  <button
+                    type="button"
+                    className="secondary"
+                    onClick={() => {
+                      setEditing(notice.id);
+                      setDraft(draftOf(notice));
+                      window.scrollTo({ top: 0 });
+                    }}
+                  >
+                    Edit {notice.title}
+                  </button>
+                  {!ended && (
+                    <button
+                      type="button"
+                      className="danger"
+                      disabled={end.isPending}
+                      onClick={() => end.mutate(notice.id)}
+                    >
+                      End {notice.title}
+                    </button>
+                  )}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {list.data?.data.map((notice) => {
-                const ended = notice.ends_at !== null && Date.parse(notice.ends_at) <= Date.now();
-                return (
-                  <tr key={notice.id}>
-                    <td>{notice.title}</td>
-                    <td>{notice.severity}</td>
-                    <td>{notice.models.length > 0 ? notice.models.join(', ') : 'all'}</td>
-                    <td>{dateTime(notice.starts_at)}</td>
-                    <td>{ended ? `ended ${dateTime(notice.ends_at)}` : dateTime(notice.ends_at)}</td>
-                    <td>{notice.breaking ? dateTime(notice.effective_at) : '—'}</td>
-                    <td className="actions">
-                      <button
-                        type="button"
-                        className="secondary"
-                        onClick={() => {
-                          setEditing(notice.id);
-                          setDraft(draftOf(notice));
-                          window.scrollTo({ top: 0 });
-                        }}
-                      >
-                        Edit {notice.title}
-                      </button>
-                      {!ended && (
-                        <button
-                          type="button"
-                          className="danger"
-                          disabled={end.isPending}
-                          onClick={() => end.mutate(notice.id)}
-                        >
-                          End {notice.title}
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                );
-              })}
-              <EmptyRow when={list.data?.data.length === 0} columns={7}>
-                No announcements yet.
-              </EmptyRow>
-            </tbody>
-          </table>
-        </TableWrap>
+            );
+          })}
+          <EmptyRow when={list.data?.data.length === 0} columns={7}>
+            No announcements yet.
+          </EmptyRow>
+        </DataTable>
       </Section>
     </>
   );

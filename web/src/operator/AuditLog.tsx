@@ -2,7 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'react-router';
 import { api, dateTime } from '../api.ts';
-import { ErrorMessage, Field, Section, TableWrap } from '../ui.tsx';
+import { DataTable, ErrorMessage, Field, Section } from '../ui.tsx';
 import { type AuditEntry, type Page, query } from './operator-api.ts';
 import { Pager } from './Pager.tsx';
 
@@ -44,42 +44,28 @@ export function AuditLog() {
               ? 'No entries.'
               : `Entries ${offset + 1}–${offset + page.data.length} of ${page.total.toLocaleString('en-US')}`}
           </p>
-          <TableWrap label="Audit log">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Who</th>
-                  <th scope="col">Action</th>
-                  <th scope="col">Account</th>
-                  <th scope="col">Details</th>
-                  <th scope="col">From</th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.data.map((entry) => (
-                  <tr key={entry.id}>
-                    <td>{dateTime(entry.at)}</td>
-                    <td>{entry.actor}</td>
-                    <td>{entry.action}</td>
-                    <td>
-                      {entry.account_id ? (
-                        <Link to={`/operator/accounts/${encodeURIComponent(entry.account_id)}`}>
-                          <code>{entry.account_id}</code>
-                        </Link>
-                      ) : (
-                        '—'
-                      )}
-                    </td>
-                    <td>
-                      <code>{entry.details == null ? '' : JSON.stringify(entry.details)}</code>
-                    </td>
-                    <td>{entry.ip ?? '—'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <DataTable label="Audit log" columns={['When', 'Who', 'Action', 'Account', 'Details', 'From']}>
+            {page.data.map((entry) => (
+              <tr key={entry.id}>
+                <td>{dateTime(entry.at)}</td>
+                <td>{entry.actor}</td>
+                <td>{entry.action}</td>
+                <td>
+                  {entry.account_id ? (
+                    <Link to={`/operator/accounts/${encodeURIComponent(entry.account_id)}`}>
+                      <code>{entry.account_id}</code>
+                    </Link>
+                  ) : (
+                    '—'
+                  )}
+                </td>
+                <td>
+                  <code>{entry.details == null ? '' : JSON.stringify(entry.details)}</code>
+                </td>
+                <td>{entry.ip ?? '—'}</td>
+              </tr>
+            ))}
+          </DataTable>
           <Pager offset={offset} pageSize={PAGE_SIZE} total={page.total} onChange={setOffset} />
         </Section>
       )}

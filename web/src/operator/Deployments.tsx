@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { api, type List, num } from '../api.ts';
-import { EmptyRow, ErrorMessage, Section, TableWrap } from '../ui.tsx';
+import { DataTable, EmptyRow, ErrorMessage, Section } from '../ui.tsx';
 import { type DeploymentHealth, ms, percent } from './operator-api.ts';
 
 const CIRCUIT: Record<DeploymentHealth['circuit'], string> = {
@@ -22,41 +22,37 @@ export function Deployments() {
       <p>Measured by this gateway instance over the last 5 minutes; refreshed every 5 seconds.</p>
       <ErrorMessage error={deployments.error} />
       <Section title="Deployments by model">
-        <TableWrap label="Deployments">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Model</th>
-                <th scope="col">Deployment</th>
-                <th scope="col">Provider</th>
-                <th scope="col">Circuit</th>
-                <th scope="col">Requests (5 min)</th>
-                <th scope="col">Error rate</th>
-                <th scope="col">Latency p50</th>
-                <th scope="col">TTFT p50</th>
-              </tr>
-            </thead>
-            <tbody>
-              {deployments.data?.data.map((row) => (
-                <tr key={`${row.model}/${row.deployment}`} className={row.circuit === 'closed' ? '' : 'bad'}>
-                  <td>{row.model}</td>
-                  <td>
-                    {row.deployment} <span className="hint">{row.upstream_model}</span>
-                  </td>
-                  <td>{row.provider}</td>
-                  <td>{CIRCUIT[row.circuit]}</td>
-                  <td>{num(row.requests_5m)}</td>
-                  <td>{row.requests_5m === 0 ? '—' : percent(row.error_rate_5m)}</td>
-                  <td>{ms(row.latency_p50_ms)}</td>
-                  <td>{ms(row.ttft_p50_ms)}</td>
-                </tr>
-              ))}
-              <EmptyRow when={deployments.data?.data.length === 0} columns={8}>
-                No deployments are configured.
-              </EmptyRow>
-            </tbody>
-          </table>
-        </TableWrap>
+        <DataTable
+          label="Deployments"
+          columns={[
+            'Model',
+            'Deployment',
+            'Provider',
+            'Circuit',
+            'Requests (5 min)',
+            'Error rate',
+            'Latency p50',
+            'TTFT p50',
+          ]}
+        >
+          {deployments.data?.data.map((row) => (
+            <tr key={`${row.model}/${row.deployment}`} className={row.circuit === 'closed' ? '' : 'bad'}>
+              <td>{row.model}</td>
+              <td>
+                {row.deployment} <span className="hint">{row.upstream_model}</span>
+              </td>
+              <td>{row.provider}</td>
+              <td>{CIRCUIT[row.circuit]}</td>
+              <td>{num(row.requests_5m)}</td>
+              <td>{row.requests_5m === 0 ? '—' : percent(row.error_rate_5m)}</td>
+              <td>{ms(row.latency_p50_ms)}</td>
+              <td>{ms(row.ttft_p50_ms)}</td>
+            </tr>
+          ))}
+          <EmptyRow when={deployments.data?.data.length === 0} columns={8}>
+            No deployments are configured.
+          </EmptyRow>
+        </DataTable>
       </Section>
     </>
   );

@@ -3,7 +3,7 @@ import { useMemo, useState } from 'react';
 import { api, num, usd } from '../api.ts';
 import { type ChartSeries, DailyChart } from '../Chart.tsx';
 import { daysBetween } from '../pages/Overview.tsx';
-import { EmptyRow, ErrorMessage, Section, TableWrap } from '../ui.tsx';
+import { DataTable, EmptyRow, ErrorMessage, Section } from '../ui.tsx';
 import type { DailyStats, SegmentedStats } from './operator-api.ts';
 import { Select } from './Select.tsx';
 
@@ -144,35 +144,24 @@ export function Statistics() {
             </Section>
           </div>
           <Section title="By day">
-            <TableWrap label="Statistics by day">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Day</th>
-                    <th scope="col">Requests</th>
-                    <th scope="col">Tokens</th>
-                    <th scope="col">Spend</th>
-                    <th scope="col">Revenue</th>
-                    <th scope="col">New accounts</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {[...d.data].reverse().map((row) => (
-                    <tr key={row.day}>
-                      <td>{row.day}</td>
-                      <td>{num(row.requests)}</td>
-                      <td>{num(row.tokens)}</td>
-                      <td>{usd(row.spend_usd)}</td>
-                      <td>{usd(row.revenue_usd)}</td>
-                      <td>{num(row.new_accounts)}</td>
-                    </tr>
-                  ))}
-                  <EmptyRow when={d.data.length === 0} columns={6}>
-                    No traffic in this range.
-                  </EmptyRow>
-                </tbody>
-              </table>
-            </TableWrap>
+            <DataTable
+              label="Statistics by day"
+              columns={['Day', 'Requests', 'Tokens', 'Spend', 'Revenue', 'New accounts']}
+            >
+              {[...d.data].reverse().map((row) => (
+                <tr key={row.day}>
+                  <td>{row.day}</td>
+                  <td>{num(row.requests)}</td>
+                  <td>{num(row.tokens)}</td>
+                  <td>{usd(row.spend_usd)}</td>
+                  <td>{usd(row.revenue_usd)}</td>
+                  <td>{num(row.new_accounts)}</td>
+                </tr>
+              ))}
+              <EmptyRow when={d.data.length === 0} columns={6}>
+                No traffic in this range.
+              </EmptyRow>
+            </DataTable>
           </Section>
         </>
       )}

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { api, dateTime, num } from '../api.ts';
-import { EmptyRow, ErrorMessage, Notice, Section, TableWrap } from '../ui.tsx';
+import { DataTable, EmptyRow, ErrorMessage, Notice, Section } from '../ui.tsx';
 import type { WebhookHealth } from './operator-api.ts';
 
 /** The webhook outbox: its backlog, the endpoints that keep failing, and redelivery of their last event. */
@@ -36,52 +36,41 @@ export function WebhookHealthPage() {
             </dl>
           </Section>
           <Section title="Failing endpoints">
-            <TableWrap label="Failing endpoints">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Account</th>
-                    <th scope="col">Endpoint</th>
-                    <th scope="col">Failures in a row</th>
-                    <th scope="col">Last error</th>
-                    <th scope="col">Last attempt</th>
-                    <th scope="col">Actions</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {h.failing_endpoints.map((endpoint) => (
-                    <tr key={`${endpoint.account_id} ${endpoint.url}`}>
-                      <td>
-                        <Link to={`/operator/accounts/${encodeURIComponent(endpoint.account_id)}`}>
-                          {endpoint.email}
-                        </Link>
-                      </td>
-                      <td>
-                        <code>{endpoint.url}</code>
-                      </td>
-                      <td>{num(endpoint.consecutive_failures)}</td>
-                      <td>{endpoint.last_error ?? '—'}</td>
-                      <td>{dateTime(endpoint.last_attempt_at)}</td>
-                      <td>
-                        {endpoint.last_delivery_id && (
-                          <button
-                            type="button"
-                            className="secondary"
-                            disabled={redeliver.isPending}
-                            onClick={() => redeliver.mutate(endpoint.last_delivery_id ?? '')}
-                          >
-                            Redeliver to {endpoint.email}
-                          </button>
-                        )}
-                      </td>
-                    </tr>
-                  ))}
-                  <EmptyRow when={h.failing_endpoints.length === 0} columns={6}>
-                    No endpoint is failing.
-                  </EmptyRow>
-                </tbody>
-              </table>
-            </TableWrap>
+            <DataTable
+              label="Failing endpoints"
+              columns={['Account', 'Endpoint', 'Failures in a row', 'Last error', 'Last attempt', 'Actions']}
+            >
+              {h.failing_endpoints.map((endpoint) => (
+                <tr key={`${endpoint.account_id} ${endpoint.url}`}>
+                  <td>
+                    <Link to={`/operator/accounts/${encodeURIComponent(endpoint.account_id)}`}>
+                      {endpoint.email}
+                    </Link>
+                  </td>
+                  <td>
+                    <code>{endpoint.url}</code>
+                  </td>
+                  <td>{num(endpoint.consecutive_failures)}</td>
+                  <td>{endpoint.last_error ?? '—'}</td>
+                  <td>{dateTime(endpoint.last_attempt_at)}</td>
+                  <td>
+                    {endpoint.last_delivery_id && (
+                      <button
+                        type="button"
+                        className="secondary"
+                        disabled={redeliver.isPending}
+                        onClick={() => redeliver.mutate(endpoint.last_delivery_id ?? '')}
+                      >
+                        Redeliver to {endpoint.email}
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+              <EmptyRow when={h.failing_endpoints.length === 0} columns={6}>
+                No endpoint is failing.
+              </EmptyRow>
+            </DataTable>
           </Section>
         </>
       )}

@@ -298,6 +298,24 @@ describe(
       assert.ok(answer.choices.length > 0);
     });
 
+    it('moves the account to Enterprise with custom caps and a credit limit', async () => {
+      await page.goto(`${server.url}/operator/accounts/${holder.accountId}`);
+      await heading(page, holderEmail);
+      await page.getByLabel('New plan').selectOption('enterprise');
+      await page.getByRole('button', { name: 'Change plan' }).click();
+      await page.getByRole('status').filter({ hasText: 'Plan set to enterprise.' }).waitFor();
+      await page.getByLabel('Requests per minute').fill('1000');
+      await page.getByLabel('Credit limit (USD)').fill('50');
+      await page.getByRole('button', { name: 'Save caps' }).click();
+      await page.getByRole('status').filter({ hasText: 'Caps and credit limit saved.' }).waitFor();
+      const summary = page.getByRole('region', { name: 'Summary' });
+      await summary.getByText('Enterprise').waitFor();
+      await summary.getByText('USD 50.00').waitFor();
+      const account = await server.call('GET', '/api/account', { key: holder.key });
+      assert.equal(account.body.plan, 'enterprise');
+      assert.equal(account.body.limits.requests_per_minute, 1000);
+    });
+
     it('the webhooks page shows an endpoint that keeps failing and redelivers its last event', async () => {
       receiver.answer({ status: 500 });
       const set = await server.call('PUT', '/api/webhooks/endpoint', {

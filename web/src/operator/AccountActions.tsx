@@ -144,7 +144,10 @@ export function AccountActions({ account }: { account: AdminAccount }) {
         </Section>
       </div>
       <Section title="Enterprise caps and credit limit">
-        <p className="hint">Empty fields mean the plan&apos;s own limit (no custom cap, no credit).</p>
+        <p className="hint">
+          Empty caps mean the plan&apos;s own limits; a credit limit of 0 (or empty) lets the balance go no
+          lower than zero.
+        </p>
         <form
           className="inline-form"
           onSubmit={(event) => {
@@ -156,7 +159,7 @@ export function AccountActions({ account }: { account: AdminAccount }) {
                 rpm: optionalNumber(rpm),
                 tpm: optionalNumber(tpm),
                 daily_tokens: optionalNumber(daily),
-                credit_limit_usd: optionalNumber(creditLimit),
+                credit_limit_usd: optionalNumber(creditLimit) ?? 0,
               },
               done: 'Caps and credit limit saved.',
             });

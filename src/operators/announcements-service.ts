@@ -43,7 +43,8 @@ export class AnnouncementsService {
     return this.#store.announcements.recent(limit);
   }
 
-  async create(input: AnnouncementInput, createdBy: string): Promise<Announcement> {
+  /** Posts a notice; `baseUrl` is the site's address, for the status link in the mails of a breaking change. */
+  async create(input: AnnouncementInput, createdBy: string, baseUrl: string): Promise<Announcement> {
     const now = this.#clock();
     if (input.title === undefined || input.body === undefined)
       throw new GatewayError('invalid_request', 'body.title and body.body are required', {
@@ -69,13 +70,13 @@ export class AnnouncementsService {
     );
     await this.#store.transaction(async (tx) => {
       await tx.announcements.insert(announcement);
-      if (announcement.breaking) await this.#queueMail(tx, announcement, now);
+      if (announcement.breaking) await this.#queueMail(tx, announcement, now, baseUrl);
     });
     if (announcement.breaking) this.#mailQueued();
     return announcement;
   }
 
-  async update(id: string, input: AnnouncementInput): Promise<Announcement> {
+  async update(id: string, input: AnnouncementInput, baseUrl: string): Promise<Announcement> {
     const now = this.#clock();
     const queued = await this.#store.transaction(async (tx) => {
       const was = await tx.announcements.byId(id);
@@ -90,7 +91,7 @@ export class AnnouncementsService {
         now,
       );
       await tx.announcements.update(next);
-      if (next.breaking && !was.breaking) await this.#queueMail(tx, next, now);
+      if (next.breaking && !was.breaking) await this.#queueMail(tx, next, now, baseUrl);
       return { next, mailed: next.breaking && !was.breaking };
     });
     if (queued.mailed) this.#mailQueued();
@@ -134,10 +135,10 @@ export class AnnouncementsService {
     return next;
   }
 
-  async #queueMail(tx: Store, announcement: Announcement, now: number): Promise<void> {
+  async #queueMail(tx: Store, announcement: Announcement, now: number, baseUrl: string): Promise<void> {
     const effective = new Date(announcement.effectiveAt ?? now).toISOString().slice(0, 10);
     const models = announcement.models.length > 0 ? announcement.models.join(', ') : 'all models';
-    const statusUrl = `${this.#config.publicUrl ?? ''}/status`;
+    const statusUrl = `${baseUrl}/status`;
     await tx.mailQueue.enqueueToVerified(
       `announcement:${announcement.id}`,
       `Breaking change to Tollgate on ${effective}: ${announcement.title}`,

@@ -66,7 +66,6 @@ export function createOperators(options: OperatorsOptions): Operators {
       clock,
       cache: options.cache,
       bus: options.bus,
-      publicUrl: config.publicUrl,
       mailQueued,
     }),
     announcements: new AnnouncementsService({ store, config, clock, mailQueued }),

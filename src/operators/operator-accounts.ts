@@ -106,12 +106,14 @@ export class OperatorAccounts {
     return this.#o.accounts.listKeys(id);
   }
 
-  /** Queues a new verification e-mail (a fresh token; earlier ones stay valid until they expire). */
-  async resendVerification(id: string): Promise<void> {
-    const { store, clock, publicUrl } = this.#o;
+  /**
+   * Queues a new verification e-mail with a link under `baseUrl` (the text of the account's own resend; earlier
+   * tokens stay valid until they expire); 409 when the address is verified already.
+   */
+  async resendVerification(id: string, baseUrl: string): Promise<void> {
+    const { store, clock } = this.#o;
     const account = await this.#o.accounts.account(id);
-    if (account.emailVerified)
-      throw new GatewayError('invalid_request', 'this account’s e-mail address is already verified');
+    if (account.emailVerified) throw new GatewayError('conflict', 'this e-mail address is already verified');
     const now = clock();
     const token = createSecret('ev-');
     await store.transaction(async (tx) => {
@@ -121,7 +123,7 @@ export class OperatorAccounts {
           id: `verify:${token.hash.slice(0, 32)}`,
           recipient: account.email,
           subject: 'Verify your Tollgate e-mail address',
-          body: `Your verification token: ${token.secret}\nPOST ${publicUrl ?? ''}/api/auth/verify-email with {"token":"${token.secret}"}`,
+          body: `Open this link to verify your e-mail address:\n${baseUrl}/verify-email?token=${token.secret}\n`,
         },
         now,
       );
@@ -147,7 +149,6 @@ export interface OperatorAccountsOptions {
   clock: Clock;
   cache: KeyCache;
   bus: Bus;
-  publicUrl: string | undefined;
   /** Told when mail was queued, so the sender runs now rather than at its next tick. */
   mailQueued: () => void;
 }

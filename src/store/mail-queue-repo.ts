@@ -53,9 +53,11 @@ export class MailQueueRepo {
     });
   }
 
+  /** Marks the mail sent and clears its text (a verification mail's text holds a token). */
   async markSent(id: string, now: number): Promise<void> {
     await this.#db.run(
-      `UPDATE mail_queue SET status = 'sent', sent_at = $2, attempts = attempts + 1, lease_until = 0 WHERE id = $1`,
+      `UPDATE mail_queue SET status = 'sent', sent_at = $2, attempts = attempts + 1, lease_until = 0, body = ''
+       WHERE id = $1`,
       [id, now],
     );
   }

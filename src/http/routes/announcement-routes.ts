@@ -1,9 +1,10 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AnnouncementInput } from '../../operators/announcements-service.ts';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { actorOf, noteAudit } from '../operator-audit.ts';
 import { presentAnnouncement } from '../present-operator.ts';
+import { ownOrigin } from '../session-cookie.ts';
 
 const config = { auth: 'admin' } as const;
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
@@ -56,6 +57,10 @@ function inputOf(body: AnnouncementBody): AnnouncementInput {
   };
 }
 
+/** The site's address for links in mail: PUBLIC_URL, else the address the operator used. */
+const baseUrlOf = (request: FastifyRequest, services: Services): string =>
+  services.config.publicUrl ?? ownOrigin(request, services.config);
+
 /** Announcements: operators post, edit and end them; `/status` and its feed show them. */
 export function announcementRoutes(app: FastifyInstance, services: Services): void {
   const { announcements } = services.operators;
@@ -79,7 +84,11 @@ export function announcementRoutes(app: FastifyInstance, services: Services): vo
       },
     },
     async (request, reply) => {
-      const created = await announcements.create(inputOf(request.body), actorOf(request).actor);
+      const created = await announcements.create(
+        inputOf(request.body),
+        actorOf(request).actor,
+        baseUrlOf(request, services),
+      );
       noteAudit(request, { details: { id: created.id } });
       return reply.status(201).send(presentAnnouncement(created));
     },
@@ -92,7 +101,9 @@ export function announcementRoutes(app: FastifyInstance, services: Services): vo
       schema: { params: idParams, body: { type: 'object', additionalProperties: false, properties: fields } },
     },
     async (request) =>
-      presentAnnouncement(await announcements.update(request.params.id, inputOf(request.body))),
+      presentAnnouncement(
+        await announcements.update(request.params.id, inputOf(request.body), baseUrlOf(request, services)),
+      ),
   );
 
   app.post<{ Params: { id: string } }>(

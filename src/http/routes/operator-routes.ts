@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { noteAudit } from '../operator-audit.ts';
+import { ownOrigin } from '../session-cookie.ts';
 import { presentAdminAccount, presentAuditEntry } from '../present-operator.ts';
 import { iso, presentDelivery, presentKey, usd } from '../present.ts';
 import { presentOrder } from './billing-routes.ts';
@@ -86,7 +87,8 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
     '/api/admin/accounts/:id/resend-verification',
     { config, schema: { params: idParams } },
     async (request, reply) => {
-      await accounts.resendVerification(request.params.id);
+      const baseUrl = services.config.publicUrl ?? ownOrigin(request, services.config);
+      await accounts.resendVerification(request.params.id, baseUrl);
       return reply.status(202).send({ sent: true });
     },
   );

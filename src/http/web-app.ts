@@ -21,6 +21,15 @@ export const DASHBOARD_PAGES = [
   '/forgot-password',
   '/reset-password',
   '/verify-email',
+  // The operator console (the app shows it to operators only; its API answers 403 to everyone else).
+  '/operator',
+  '/operator/accounts',
+  '/operator/accounts/:id',
+  '/operator/statistics',
+  '/operator/deployments',
+  '/operator/webhooks',
+  '/operator/announcements',
+  '/operator/audit',
 ] as const;
 
 /**

@@ -3,36 +3,31 @@
 // it fails: .ci/run installs the package.
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI, { APIError } from 'openai';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { WEB_DIST } from '../../src/http/web-app.ts';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { BACKENDS, type OpenedBackend } from '../helpers/backends.ts';
+import {
+  axeFindings,
+  browserMissing,
+  desktopContext,
+  eventually,
+  heading,
+  launchBrowser,
+  SCREENS,
+  sidewaysOverflow,
+  signIn,
+  TIMEOUT,
+} from '../helpers/browser.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-const IN_CI = process.env['CI'] === 'true';
-/** Set to a folder to save a screenshot of every page at desktop and phone width. */
-const SCREENS = process.env['TOLLGATE_SCREENSHOTS'];
 const PASSWORD = 'correct horse battery';
 const NEW_PASSWORD = 'a fresh new password';
-const TIMEOUT = 10_000;
 
-function whyNot(): string | undefined {
-  if (!existsSync(CHROMIUM))
-    return `chromium is not installed at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`;
-  if (!existsSync(join(WEB_DIST, 'index.html')))
-    return 'the dashboard is not built (npm install builds web/dist)';
-  return undefined;
-}
-
-const missing = whyNot();
-if (missing && IN_CI) throw new Error(`the browser suite cannot run in CI: ${missing}`);
-if (missing) console.log(`# browser suite skipped: ${missing}`);
+const missing = browserMissing();
 
 const PAGES = [
   { link: 'Overview', path: '/', heading: 'Overview' },
@@ -59,8 +54,6 @@ describe(
     const email = `alice-${Date.now()}@example.com`;
     let key = '';
 
-    const heading = (p: Page, name: string) =>
-      p.getByRole('heading', { level: 1, name }).waitFor({ timeout: TIMEOUT });
     const go = async (p: Page, link: string, title = link): Promise<void> => {
       await p
         .getByRole('navigation', { name: 'Dashboard' })
@@ -68,44 +61,8 @@ describe(
         .click();
       await heading(p, title);
     };
-    const signInAs = async (p: Page, who: string, password = PASSWORD): Promise<void> => {
-      await p.goto(`${server.url}/login`);
-      await p.getByLabel('E-mail').fill(who);
-      await p.getByLabel('Password').fill(password);
-      await p.getByRole('button', { name: 'Sign in' }).click();
-    };
-    const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-    /** axe-core's serious and critical findings on the page as it stands. */
-    const axeFindings = async (p: Page): Promise<string[]> => {
-      // Evaluated through the DevTools protocol, which the page's CSP does not govern (no inline script).
-      await p.evaluate(axeSource);
-      return p.evaluate(async () => {
-        const result = await (
-          globalThis as unknown as {
-            axe: {
-              run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>;
-            };
-          }
-        ).axe.run();
-        return result.violations
-          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-          .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-      });
-    };
-
-    /** Reloads until the text shows (usage records are written in batches a moment after the request). */
-    const eventually = async (p: Page, text: string | RegExp): Promise<void> => {
-      const started = Date.now();
-      for (;;) {
-        try {
-          await p.getByText(text).first().waitFor({ timeout: 1_000 });
-          return;
-        } catch (error) {
-          if (Date.now() - started > TIMEOUT) throw error;
-          await p.reload();
-        }
-      }
-    };
+    const signInAs = (p: Page, who: string, password = PASSWORD): Promise<void> =>
+      signIn(p, server.url, who, password);
 
     before(async () => {
       opened = await sqlite!.open();
@@ -118,22 +75,8 @@ describe(
           webhookTimeoutMs: 2_000,
         },
       });
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        // Playwright starts it headless with a fresh temporary profile (its own --user-data-dir) per launch.
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-quic',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-        ],
-      });
-      alice = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-      alice.setDefaultTimeout(TIMEOUT);
+      browser = await launchBrowser();
+      alice = await desktopContext(browser);
       page = await alice.newPage();
     });
     after(async () => {
@@ -374,14 +317,7 @@ describe(
           await page.waitForLoadState('networkidle');
           const violations = await axeFindings(page);
           assert.deepEqual(violations, [], `${target.path} at ${width} px`);
-          const overflow = await page.evaluate(() => {
-            // Runs in the page; the test's own types know no DOM.
-            const root = (globalThis as any).document.documentElement as {
-              scrollWidth: number;
-              clientWidth: number;
-            };
-            return root.scrollWidth - root.clientWidth;
-          });
+          const overflow = await sidewaysOverflow(page);
           assert.ok(overflow <= 0, `${target.path} scrolls sideways by ${overflow} px at ${width} px`);
           if (SCREENS) {
             mkdirSync(SCREENS, { recursive: true });

@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect } from 'react';
+import { lazy, Suspense, useEffect } from 'react';
 import { Navigate, NavLink, Route, Routes, useLocation, useNavigate } from 'react-router';
 import { api, ApiError, type Session, setCsrfToken } from './api.ts';
 import { ForgotPassword, ResetPassword, SignIn, SignUp, VerifyEmail } from './pages/Auth.tsx';
@@ -10,6 +10,9 @@ import { Playground } from './pages/Playground.tsx';
 import { Settings } from './pages/Settings.tsx';
 import { UsagePage } from './pages/Usage.tsx';
 import { Webhooks } from './pages/Webhooks.tsx';
+
+// Only operators download the console: account holders never load this chunk.
+const OperatorConsole = lazy(() => import('./operator/OperatorConsole.tsx'));
 
 const PAGES = [
   { path: '/', label: 'Overview' },
@@ -43,6 +46,7 @@ export function App() {
   const session = useSession();
   const location = useLocation();
   useEffect(() => {
+    if (location.pathname.startsWith('/operator')) return; // the console titles its own pages
     const page = PAGES.find((p) => p.path === location.pathname);
     document.title = page ? `${page.label} · Tollgate` : 'Tollgate dashboard';
   }, [location.pathname]);
@@ -70,9 +74,10 @@ export function App() {
       </main>
     );
   }
+  const operator = session.data.operator === true;
   return (
     <>
-      <Header email={session.data.account.email} />
+      <Header email={session.data.account.email} operator={operator} />
       <main>
         <Routes>
           <Route path="/" element={<Overview />} />
@@ -82,6 +87,18 @@ export function App() {
           <Route path="/webhooks" element={<Webhooks />} />
           <Route path="/playground" element={<Playground />} />
           <Route path="/settings" element={<Settings />} />
+          <Route
+            path="/operator/*"
+            element={
+              operator ? (
+                <Suspense fallback={<p className="loading">Loading the operator console…</p>}>
+                  <OperatorConsole />
+                </Suspense>
+              ) : (
+                <NotAllowed />
+              )
+            }
+          />
           {publicRoutes}
           <Route path="*" element={<Navigate to="/" replace />} />
         </Routes>
@@ -90,7 +107,20 @@ export function App() {
   );
 }
 
-function Header({ email }: { email: string }) {
+/** What an account holder sees on an operator page: no data, and no console code is loaded. */
+function NotAllowed() {
+  useEffect(() => {
+    document.title = 'Not allowed · Tollgate';
+  }, []);
+  return (
+    <>
+      <h1>Not allowed</h1>
+      <p role="alert">This page is for Tollgate operators. Your account is not an operator.</p>
+    </>
+  );
+}
+
+function Header({ email, operator }: { email: string; operator: boolean }) {
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const signOut = useMutation({
@@ -114,6 +144,11 @@ function Header({ email }: { email: string }) {
               </NavLink>
             </li>
           ))}
+          {operator && (
+            <li>
+              <NavLink to="/operator">Operator</NavLink>
+            </li>
+          )}
         </ul>
       </nav>
       <div className="who">

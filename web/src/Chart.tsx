@@ -4,13 +4,16 @@ import 'uplot/dist/uPlot.min.css';
 
 export interface ChartSeries {
   label: string;
-  /** Which axis: cost on the left, tokens on the right. */
-  scale: 'usd' | 'tokens';
+  /** Which scale: costs (USD), counts (requests, accounts) or tokens, dashed; each gets an axis of its own. */
+  scale: 'usd' | 'tokens' | 'count';
   values: number[];
 }
 
 // Distinguishable on white, dark enough for text contrast in the legend.
 const COLORS = ['#1d4ed8', '#b45309', '#047857', '#7c3aed', '#be123c', '#0e7490', '#4d7c0f', '#374151'];
+
+// Tick steps for counts and tokens: whole numbers only (there is no half request).
+const WHOLE_STEPS = Array.from({ length: 13 }, (_, power) => [1, 2, 5].map((m) => m * 10 ** power)).flat();
 
 /** Values by UTC day drawn by uPlot: cost lines on the left axis (USD), token lines dashed on the right. */
 export function DailyChart({
@@ -28,12 +31,16 @@ export function DailyChart({
     if (!element) return;
     const xs = days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
     const width = () => Math.max(280, element.clientWidth);
+    // The first scale in use gets the left axis and the grid, the second the right axis; a third only the legend.
+    const scales = (['usd', 'count', 'tokens'] as const).filter((scale) =>
+      series.some((s) => s.scale === scale),
+    );
     const plot = new uPlot(
       {
         width: width(),
         height: 220,
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-        scales: { x: { time: true }, usd: { auto: true }, tokens: { auto: true } },
+        scales: { x: { time: true }, usd: { auto: true }, count: { auto: true }, tokens: { auto: true } },
         series: [
           {},
           ...series.map((s, i) => ({
@@ -48,13 +55,17 @@ export function DailyChart({
         ],
         axes: [
           {},
-          {
-            scale: 'usd',
+          ...scales.slice(0, 2).map((scale, i) => ({
+            scale,
+            side: i === 0 ? 3 : 1,
+            grid: { show: i === 0 },
             // Wide enough for the longest tick label (costs of a few requests are fractions of a cent).
-            size: (_u, values) => (values ? Math.max(...values.map((v) => v.length)) * 7 + 18 : 50),
-            values: (_u, ticks) => ticks.map((t) => `$${t}`),
-          },
-          { scale: 'tokens', side: 1, grid: { show: false } },
+            size: (_u: uPlot, values: string[] | null) =>
+              values ? Math.max(...values.map((v) => v.length)) * 7 + 18 : 50,
+            ...(scale === 'usd'
+              ? { values: (_u: uPlot, ticks: number[]) => ticks.map((t) => `$${t}`) }
+              : { incrs: WHOLE_STEPS }),
+          })),
         ],
       },
       [xs, ...series.map((s) => s.values)],

@@ -53,6 +53,8 @@ export interface Session {
   account: Account;
   csrf_token: string;
   expires_at: string;
+  /** True for an operator account: the app shows the operator console. */
+  operator?: boolean;
 }
 
 export interface AccountDetails extends Account {

@@ -76,3 +76,41 @@ export function TableWrap({ label, children }: { label: string; children: ReactN
     </div>
   );
 }
+
+/** A table's only row when it has nothing to list (shown once the list has loaded). */
+export function EmptyRow({
+  when,
+  columns,
+  children,
+}: {
+  when: boolean;
+  columns: number;
+  children: ReactNode;
+}) {
+  if (!when) return null;
+  return (
+    <tr>
+      <td colSpan={columns}>{children}</td>
+    </tr>
+  );
+}
+
+/** A table under a header row of column names, scrolling inside its card at phone width. */
+export function DataTable(props: { label: string; columns: readonly string[]; children: ReactNode }) {
+  return (
+    <TableWrap label={props.label}>
+      <table>
+        <thead>
+          <tr>
+            {props.columns.map((column) => (
+              <th key={column} scope="col">
+                {column}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </TableWrap>
+  );
+}

@@ -9,6 +9,7 @@ import {
   type WebhookEndpoint,
   type WebhookEvent,
 } from '../api.ts';
+import { DeliveryTable } from '../DeliveryTable.tsx';
 import { ErrorMessage, Field, Notice, Section, TableWrap } from '../ui.tsx';
 
 export function Webhooks() {
@@ -161,45 +162,12 @@ export function Webhooks() {
         </TableWrap>
       </Section>
       <Section title="Delivery log">
-        <TableWrap label="Delivery log">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Event</th>
-                <th scope="col">Attempt</th>
-                <th scope="col">Result</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {deliveries.data?.data.map((delivery) => (
-                <tr key={delivery.id}>
-                  <td>{dateTime(delivery.created_at)}</td>
-                  <td>
-                    <code>{delivery.event_id}</code>
-                  </td>
-                  <td>{delivery.attempt}</td>
-                  <td>
-                    {delivery.status_code !== null ? `HTTP ${delivery.status_code}` : 'no answer'}
-                    {delivery.error ? ` — ${delivery.error}` : ''}
-                    {delivery.latency_ms !== null ? ` in ${delivery.latency_ms} ms` : ''}
-                  </td>
-                  <td>
-                    <button type="button" className="secondary" onClick={() => redeliver.mutate(delivery.id)}>
-                      Redeliver {delivery.event_id}
-                    </button>
-                  </td>
-                </tr>
-              ))}
-              {deliveries.data?.data.length === 0 && (
-                <tr>
-                  <td colSpan={5}>No deliveries yet.</td>
-                </tr>
-              )}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DeliveryTable
+          label="Delivery log"
+          deliveries={deliveries.data?.data}
+          onRedeliver={(id) => redeliver.mutate(id)}
+          empty="No deliveries yet."
+        />
       </Section>
     </>
   );

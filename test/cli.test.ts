@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -210,6 +210,142 @@ describe('the tollgate CLI', () => {
     const badPlan = await admin(['accounts', 'set-plan', accountId, 'platinum']);
     assert.equal(badPlan.code, 1);
     assert.match(badPlan.stderr, /^tollgate: the gateway refused the request \(400\): /);
+  });
+
+  it('keys list shows an account’s keys and keys revoke refuses the key’s next request', async () => {
+    const email = `keys-${Date.now()}@example.com`;
+    const { key, keyId } = await register(email);
+    const list = await admin(['keys', 'list', email, '--json']);
+    assert.equal(list.code, 0, list.stderr);
+    const keys = JSON.parse(list.stdout).data;
+    assert.deepEqual(
+      keys.map((k: any) => [k.id, k.status]),
+      [[keyId, 'active']],
+    );
+    assert.ok(!list.stdout.includes(key), 'a key list never holds the secret');
+    const revoke = await admin(['keys', 'revoke', email, keyId]);
+    assert.equal(revoke.code, 0, revoke.stderr);
+    assert.match(revoke.stdout, new RegExp(`^revoked key ${keyId} of `));
+    const client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    await assert.rejects(client.models.list(), (error: any) => error.status === 401 || error.status === 403);
+    const text = await admin(['keys', 'list', email]);
+    assert.match(text.stdout, new RegExp(`^${keyId} .* revoked `, 'm'));
+  });
+
+  it('operator create makes an account an operator whose own API key then runs the admin commands', async () => {
+    const email = `op-${Date.now()}@example.com`;
+    const { accountId, key } = await register(email);
+    const before = await tollgate(['accounts', 'list'], {
+      TOLLGATE_URL: gateway.url,
+      TOLLGATE_ADMIN_KEY: key,
+    });
+    assert.equal(before.code, 4);
+    const created = await admin(['operator', 'create', email, '--json']);
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(JSON.parse(created.stdout).id, accountId);
+    assert.equal(JSON.parse(created.stdout).role, 'operator');
+    const operators = JSON.parse((await admin(['operator', 'list', '--json'])).stdout);
+    assert.ok(operators.data.some((a: any) => a.id === accountId));
+    const asOperator = await tollgate(['accounts', 'show', email, '--json'], {
+      TOLLGATE_URL: gateway.url,
+      TOLLGATE_ADMIN_KEY: key,
+    });
+    assert.equal(asOperator.code, 0, asOperator.stderr);
+    assert.equal(JSON.parse(asOperator.stdout).account.role, 'operator');
+    const unknown = await admin(['operator', 'create', 'nobody-here@example.com']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /^tollgate: the gateway refused the request \(404\)/);
+  });
+
+  it('usage export streams an account’s records as csv and jsonl, never their content', async () => {
+    const email = `usage-${Date.now()}@example.com`;
+    const { accountId, key, keyId } = await register(email);
+    const secret = 'the-private-prompt-words-7f3a';
+    const client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    for (let i = 0; i < 3; i++)
+      await client.chat.completions.create({
+        model: 'model-b',
+        messages: [{ role: 'user', content: `${secret} ${i}` }],
+        max_tokens: 8,
+      });
+    const today = new Date().toISOString().slice(0, 10);
+    const range = ['--from', today, '--to', today, '--account', email];
+
+    const jsonl = await admin(['usage', 'export', ...range, '--format', 'jsonl']);
+    assert.equal(jsonl.code, 0, jsonl.stderr);
+    const records = jsonl.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.equal(records.length, 3);
+    for (const record of records) {
+      assert.equal(record.account_id, accountId);
+      assert.equal(record.key_id, keyId);
+      assert.equal(record.model, 'model-b');
+      assert.ok(record.total_tokens > 0);
+    }
+    assert.equal(jsonl.stderr, '', 'no progress line when stderr is not a terminal');
+
+    const file = join(dir, 'usage.csv');
+    const csv = await admin(['usage', 'export', ...range, '--format', 'csv', '--output', file]);
+    assert.equal(csv.code, 0, csv.stderr);
+    assert.equal(csv.stdout, '');
+    assert.equal(csv.stderr, `wrote 3 csv rows to ${file}\n`);
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    assert.match(lines[0] ?? '', /^request_id,account_id,key_id,model,/);
+    assert.equal(lines.length, 4);
+    assert.deepEqual(
+      lines.slice(1).map((line) => line.split(',')[0]),
+      records.map((record) => record.request_id),
+    );
+    for (const output of [jsonl.stdout, readFileSync(file, 'utf8')]) assert.ok(!output.includes(secret));
+  });
+
+  it('announce posts a notice; a breaking change needs its effective date 90 days ahead', async () => {
+    const inDays = (days: number): string => new Date(Date.now() + days * 86_400_000).toISOString();
+    const posted = await admin([
+      'announce',
+      'Maintenance',
+      '--body',
+      'Short restart',
+      '--severity',
+      'minor',
+      '--json',
+    ]);
+    assert.equal(posted.code, 0, posted.stderr);
+    const notice = JSON.parse(posted.stdout);
+    assert.equal(notice.title, 'Maintenance');
+    assert.equal(notice.severity, 'minor');
+    assert.equal(notice.breaking, false);
+    const early = await admin([
+      'announce',
+      'model-a retires',
+      '--body',
+      'Use model-d',
+      '--models',
+      'model-a',
+      '--breaking',
+      '--effective',
+      inDays(89),
+    ]);
+    assert.equal(early.code, 1);
+    assert.match(early.stderr, /^tollgate: the gateway refused the request \(400\): .*effective_at/);
+    const onTime = await admin([
+      'announce',
+      'model-a retires',
+      '--body',
+      'Use model-d',
+      '--models',
+      'model-a',
+      '--breaking',
+      '--effective',
+      inDays(90.01),
+    ]);
+    assert.equal(onTime.code, 0, onTime.stderr);
+    assert.match(onTime.stdout, /^posted announcement \S+: model-a retires\n$/);
+    const noDate = await admin(['announce', 'x', '--body', 'y', '--breaking']);
+    assert.equal(noDate.code, 2);
+    assert.match(noDate.stderr, /--breaking needs --effective/);
   });
 
   it('config check prints the resolved models, deployments and prices of a good file', async () => {

@@ -6,7 +6,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { type Command, Option } from 'commander';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commandContext, resolveAccountId } from '../context.ts';
-import { parseInstant } from '../parse-arguments.ts';
+import { isBareDate, parseDateOrInstant } from '../parse-arguments.ts';
 
 interface ExportOptions {
   from: string;
@@ -16,6 +16,7 @@ interface ExportOptions {
   output?: string;
 }
 
+const DAY_MS = 86_400_000;
 /** How often the progress line on a terminal is redrawn. */
 const PROGRESS_INTERVAL_MS = 200;
 
@@ -29,15 +30,20 @@ export function registerUsageCommands(program: Command): void {
     )
     .requiredOption(
       '--from <time>',
-      'first instant included: a date (UTC midnight) or ISO date-time',
-      parseInstant,
+      'the start: a date (from its UTC midnight) or an ISO date-time, included',
+      parseDateOrInstant,
     )
-    .requiredOption('--to <time>', 'the instant the export stops before', parseInstant)
+    .requiredOption(
+      '--to <time>',
+      'the end: a date includes that whole UTC day; a date-time is excluded',
+      parseDateOrInstant,
+    )
     .addOption(new Option('--format <format>', 'output format').choices(['csv', 'jsonl']).default('csv'))
     .option('--account <account>', 'only this account (id or e-mail address)')
     .option('-o, --output <file>', 'write to this file instead of stdout')
     .action(async (options: ExportOptions, command: Command) => {
-      if (Date.parse(options.from) >= Date.parse(options.to))
+      const endMs = Date.parse(options.to) + (isBareDate(options.to) ? DAY_MS : 0);
+      if (Date.parse(options.from) >= endMs)
         command.error('error: --from must be before --to', { exitCode: EXIT.usage, code: 'tollgate.usage' });
       const { client } = commandContext(command);
       const query = new URLSearchParams({ from: options.from, to: options.to, format: options.format });

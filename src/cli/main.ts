@@ -56,14 +56,15 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   } catch (error) {
     // Commander has printed its own message (or the help) already.
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    if (error instanceof CliError) {
-      if (error.message)
-        process.stderr.write(
-          `${styleText('red', 'tollgate:', { stream: process.stderr })} ${error.message}\n`,
-        );
-      return error.exitCode;
-    }
-    throw error;
+    const failure =
+      error instanceof CliError
+        ? error
+        : new CliError(`failed: ${(error as Error).message ?? String(error)}`);
+    if (failure.message)
+      process.stderr.write(
+        `${styleText('red', 'tollgate:', { stream: process.stderr })} ${failure.message}\n`,
+      );
+    return failure.exitCode;
   }
 }
 

@@ -59,6 +59,8 @@ export function registerUsageCommands(program: Command): void {
           destination,
         );
       } catch (error) {
+        // A reader that stopped early (`| head`) is not a failure.
+        if (!options.output && (error as NodeJS.ErrnoException).code === 'EPIPE') return;
         if (options.output) await rm(options.output, { force: true });
         throw new CliError(`the export stopped: ${(error as Error).message}`, EXIT.failed, { cause: error });
       } finally {

@@ -10,6 +10,11 @@ import { trustFunction } from './http/client-address.ts';
 import { installErrorHandling, RouteTable } from './http/error-handler.ts';
 import { accountRoutes } from './http/routes/account-routes.ts';
 import { adminRoutes } from './http/routes/admin-routes.ts';
+import { announcementRoutes } from './http/routes/announcement-routes.ts';
+import { operatorReportRoutes } from './http/routes/operator-report-routes.ts';
+import { operatorRoutes } from './http/routes/operator-routes.ts';
+import { statusRoutes } from './http/routes/status-routes.ts';
+import { installOperatorAudit } from './http/operator-audit.ts';
 import { authRoutes } from './http/routes/auth-routes.ts';
 import { billingRoutes } from './http/routes/billing-routes.ts';
 import { webhookRoutes } from './http/routes/webhook-routes.ts';
@@ -72,6 +77,13 @@ export function createApp(services: Services): FastifyInstance {
   });
   const routes = new RouteTable();
   app.addHook('onRoute', (route) => routes.add(route.url, route.method));
+  // Every operator route, so that a test can hold each one to its 403 for everyone else.
+  const operatorRouteList: { method: string; url: string }[] = [];
+  app.decorate('operatorRoutes', operatorRouteList);
+  app.addHook('onRoute', (route) => {
+    if (route.config?.auth === 'admin')
+      for (const method of [route.method].flat()) operatorRouteList.push({ method, url: route.url });
+  });
   for (const path of FRONT_DOOR_PATHS) routes.add(path, 'POST');
   app.addHook('preClose', async () => {
     closing = true;
@@ -92,6 +104,11 @@ export function createApp(services: Services): FastifyInstance {
   ownKeyRoutes(app, services);
   accountRoutes(app, services);
   adminRoutes(app, services);
+  installOperatorAudit(app, services.operators);
+  operatorRoutes(app, services);
+  operatorReportRoutes(app, services);
+  announcementRoutes(app, services);
+  statusRoutes(app, services);
   usageRoutes(app, services);
   billingRoutes(app, services);
   webhookRoutes(app, services);

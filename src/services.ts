@@ -18,6 +18,7 @@ import type { Limiter } from './limits/limiter.ts';
 import { type SessionPolicy, SessionsService } from './accounts/sessions-service.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
 import { Metrics } from './observability/metrics.ts';
+import { createOperators, type Operators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
 import type { Provider } from './providers/provider.ts';
 import { Router } from './routing/router.ts';
@@ -76,6 +77,8 @@ export interface Services {
   scheduler: Scheduler;
   payments: PaymentsService;
   dispatcher: WebhookDispatcher;
+  /** Operators' console, audit log, announcements and mail queue, status page (issue 18). */
+  operators: Operators;
   startedAt: number;
   /** The plan's limits with the operator's per-account overrides applied. */
   limitsOf(account: AccountRecord): EffectiveLimits;
@@ -107,6 +110,8 @@ export interface ServicesOptions {
   stripeApiBase?: string;
   /** Session lifetimes and sign-in throttling (tests shorten or loosen them). */
   sessionPolicy?: Partial<SessionPolicy>;
+  /** How long a status page snapshot is served before it is rebuilt. */
+  statusRefreshMs?: number;
 }
 
 /** Sign-up and verification attempts allowed per client address per minute. */
@@ -269,6 +274,10 @@ export function createServices(options: ServicesOptions): Services {
     limitsOf,
     billingStanding,
   });
+  const operators = createOperators({
+    ...{ store, config, clock, logger, mailer, router, accounts, cache, bus, scheduler },
+    ...(options.statusRefreshMs !== undefined ? { statusRefreshMs: options.statusRefreshMs } : {}),
+  });
   let signups = 0;
 
   return {
@@ -289,6 +298,7 @@ export function createServices(options: ServicesOptions): Services {
     scheduler,
     payments,
     dispatcher,
+    operators,
     startedAt,
     limitsOf,
     billingStanding,
@@ -350,6 +360,7 @@ export function createServices(options: ServicesOptions): Services {
         createRetentionJob(store, clock, config.retentionDays, logger),
         createHoldRecoveryJob(store, clock, logger),
         sessions.sweepJob(),
+        ...operators.jobs(),
         ...(holds.rowsInStore ? [createInstanceLeaseJob(store, clock, instanceId)] : []),
       ]);
       dispatcher.start();

@@ -16,7 +16,8 @@ export function bearerToken(header: string | undefined): string | undefined {
 /**
  * Authenticates every route whose config asks for it, before its handler runs: by a key in `Authorization`
  * or, with no such header, by the dashboard's session cookie. A cookie request that changes anything must
- * carry its session's CSRF token in `X-CSRF-Token` (403 without it).
+ * carry its session's CSRF token in `X-CSRF-Token` (403 without it). Routes declared `auth: 'admin'` admit
+ * the admin key and an operator account's key or session; everyone else gets 403.
  */
 export function installAuth(
   app: FastifyInstance,
@@ -36,7 +37,8 @@ export function installAuth(
     if (sessions && cookie !== undefined) {
       const found = await sessions.service.authenticate(cookie);
       if (!found) throw new GatewayError('unauthorized', 'the session has ended; sign in again');
-      if (auth === 'admin') throw new GatewayError('forbidden', 'this route needs the admin key');
+      if (auth === 'admin' && found.account.role !== 'operator')
+        throw new GatewayError('forbidden', 'this route is for operators');
       if (found.account.status === 'suspended')
         throw new GatewayError('forbidden', 'this account is suspended');
       const token = request.headers[CSRF_HEADER];
@@ -53,8 +55,9 @@ export function installAuth(
     }
     if (auth === 'session') throw new GatewayError('unauthorized', 'not signed in');
     const principal = await accounts.authenticate(bearer, request.ip);
-    if (auth === 'admin' && principal.kind !== 'admin')
-      throw new GatewayError('forbidden', 'this route needs the admin key');
+    // Operators: the admin key, or the key of an account an operator made an operator.
+    if (auth === 'admin' && principal.kind === 'user' && principal.account.role !== 'operator')
+      throw new GatewayError('forbidden', 'this route is for operators');
     if (auth === 'user') asUser(principal);
     request.principal = principal;
   });

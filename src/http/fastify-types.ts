@@ -13,6 +13,10 @@ declare module 'fastify' {
     /** Set instead of `principal` when the request came with the dashboard's session cookie. */
     sessionUser: SessionUser | undefined;
   }
+  interface FastifyInstance {
+    /** Every route declared `auth: 'admin'` (the operator routes), by method and path. */
+    operatorRoutes: readonly { method: string; url: string }[];
+  }
   interface FastifyContextConfig {
     auth?: RouteAuth;
   }

@@ -39,16 +39,19 @@ export class Scheduler {
 
   start(jobs: readonly Job[]): void {
     for (const job of jobs) {
-      const tick = (): void => {
-        if (this.#stopped) return;
-        const round = this.runOnce(job).finally(() => this.#running.delete(round));
-        this.#running.add(round);
-      };
+      const tick = (): void => this.kick(job);
       const timer = setInterval(tick, job.everyMs);
       timer.unref();
       this.#timers.push(timer);
       setImmediate(tick);
     }
+  }
+
+  /** Runs a round of the job now, besides its timer (work was just queued); stop() waits for it. */
+  kick(job: Job): void {
+    if (this.#stopped) return;
+    const round = this.runOnce(job).finally(() => this.#running.delete(round));
+    this.#running.add(round);
   }
 
   /** One round of a job, if this instance gets its lease; errors are logged, never thrown. */

@@ -4,7 +4,8 @@ import type { ChatChunk, ChatCompletion, ChatRequest } from '../gateway/chat-typ
 import { type Provider, ProviderError } from '../providers/provider.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
-import { CircuitBreaker } from './circuit-breaker.ts';
+import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
+import { DeploymentWindow, type WindowSnapshot } from './deployment-window.ts';
 import { sanitizeUpstreamMessage } from './sanitize-upstream-message.ts';
 import { applyParamPolicy } from './param-policy.ts';
 
@@ -13,6 +14,17 @@ interface Deployment {
   config: DeploymentConfig;
   provider: Provider;
   breaker: CircuitBreaker;
+  /** The last five minutes' attempts, for the operators' deployments page. */
+  window: DeploymentWindow;
+}
+
+/** One deployment as the operators see it: its circuit and its last five minutes. */
+export interface DeploymentStats extends WindowSnapshot {
+  model: string;
+  deployment: string;
+  provider: string;
+  upstreamModel: string;
+  circuit: BreakerState;
 }
 
 export interface Attempted<T> {
@@ -74,6 +86,7 @@ export class Router {
               options.routing.breakerFailureThreshold,
               options.routing.breakerCooldownMs,
             ),
+            window: new DeploymentWindow(),
           };
         }),
       );
@@ -86,7 +99,7 @@ export class Router {
     signal: AbortSignal,
     defaultMaxTokens: number,
   ): Promise<Attempted<ChatCompletion>> {
-    return this.#attempt(request, signal, (deployment, shaped) =>
+    return this.#attempt(request, signal, false, (deployment, shaped) =>
       deployment.provider.complete({
         request: shaped,
         upstreamModel: deployment.config.upstreamModel,
@@ -102,7 +115,7 @@ export class Router {
     signal: AbortSignal,
     defaultMaxTokens: number,
   ): Promise<Attempted<OpenedStream>> {
-    return this.#attempt(request, signal, async (deployment, shaped) => {
+    return this.#attempt(request, signal, true, async (deployment, shaped) => {
       const chunks = deployment.provider.stream({
         request: shaped,
         upstreamModel: deployment.config.upstreamModel,
@@ -129,9 +142,25 @@ export class Router {
     );
   }
 
+  /** Each deployment's circuit state and last five minutes (attempts, errors, medians); calls no upstream. */
+  stats(): DeploymentStats[] {
+    const now = this.#clock();
+    return [...this.#deployments.entries()].flatMap(([model, deployments]) =>
+      deployments.map((deployment) => ({
+        model,
+        deployment: deployment.config.id,
+        provider: deployment.provider.id,
+        upstreamModel: deployment.config.upstreamModel,
+        circuit: deployment.breaker.snapshot(now).state,
+        ...deployment.window.snapshot(now),
+      })),
+    );
+  }
+
   async #attempt<T>(
     request: ChatRequest,
     signal: AbortSignal,
+    streamed: boolean,
     call: (deployment: Deployment, shaped: ChatRequest) => Promise<T>,
   ): Promise<Attempted<T>> {
     const candidates = this.#candidates(request.model);
@@ -156,7 +185,11 @@ export class Router {
       const startedAt = performance.now();
       try {
         const result = await call(deployment, shaped);
-        deployment.breaker.success(performance.now() - startedAt);
+        const elapsedMs = performance.now() - startedAt;
+        deployment.breaker.success(elapsedMs);
+        // A stream's attempt ends at its first chunk: that is its time to first token, not its latency.
+        if (streamed) deployment.window.record(this.#clock(), true, undefined, elapsedMs);
+        else deployment.window.record(this.#clock(), true, elapsedMs);
         return {
           result,
           deployment: deployment.config.id,
@@ -194,6 +227,7 @@ export class Router {
         const longWait =
           failure.retryAfterMs !== undefined && failure.retryAfterMs > this.#routing.retryMaxMs;
         deployment.breaker.failure(this.#clock(), longWait ? failure.retryAfterMs : undefined);
+        deployment.window.record(this.#clock(), false);
         lastError = failure;
       }
     }

@@ -1,8 +1,15 @@
 import type { PlanId } from '../config/config.ts';
 import type { Db } from './db.ts';
-import type { AccountRecord, AccountStatus, ApiKeyRecord, KeyControls, LimitPeriod } from './records.ts';
+import type {
+  AccountRecord,
+  AccountRole,
+  AccountStatus,
+  ApiKeyRecord,
+  KeyControls,
+  LimitPeriod,
+} from './records.ts';
 
-interface AccountRow {
+export interface AccountRow {
   id: string;
   email: string;
   password_hash: string;
@@ -18,9 +25,11 @@ interface AccountRow {
   held_micros: number;
   created_at: number;
   last_active_at: number | null;
+  role: AccountRole;
+  suspended_reason: string | null;
 }
 
-const toAccount = (row: AccountRow): AccountRecord => ({
+export const toAccount = (row: AccountRow): AccountRecord => ({
   id: row.id,
   email: row.email,
   passwordHash: row.password_hash,
@@ -36,6 +45,8 @@ const toAccount = (row: AccountRow): AccountRecord => ({
   heldMicros: row.held_micros,
   createdAt: row.created_at,
   lastActiveAt: row.last_active_at,
+  role: row.role,
+  suspendedReason: row.suspended_reason,
 });
 
 interface KeyRow {
@@ -243,7 +254,8 @@ export class AccountsRepo {
               a.status AS a_status, a.plan AS a_plan, a.plan_expires_at AS a_plan_expires_at, a.rpm_limit AS a_rpm_limit,
               a.tpm_limit AS a_tpm_limit, a.daily_token_limit AS a_daily_token_limit,
               a.credit_limit_micros AS a_credit_limit_micros, a.debt_micros AS a_debt_micros, a.held_micros AS a_held_micros,
-              a.created_at AS a_created_at, a.last_active_at AS a_last_active_at
+              a.created_at AS a_created_at, a.last_active_at AS a_last_active_at, a.role AS a_role,
+              a.suspended_reason AS a_suspended_reason
        FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.secret_hash = $1`,
       [secretHash],
     );
@@ -264,6 +276,8 @@ export class AccountsRepo {
       held_micros: row.a_held_micros,
       created_at: row.a_created_at,
       last_active_at: row.a_last_active_at,
+      role: row.a_role,
+      suspended_reason: row.a_suspended_reason,
     });
     return { key: toKey(row), account };
   }

@@ -2,6 +2,9 @@ import type { PlanId } from '../config/config.ts';
 
 export type AccountStatus = 'active' | 'suspended';
 
+/** An operator's session or key passes the operator routes; absent means 'user'. */
+export type AccountRole = 'user' | 'operator';
+
 export interface AccountRecord {
   id: string;
   email: string;
@@ -22,6 +25,10 @@ export interface AccountRecord {
   heldMicros: number;
   createdAt: number;
   lastActiveAt: number | null;
+  /** Absent on records built before roles existed: a user. */
+  role?: AccountRole;
+  /** Why an operator suspended the account, when a reason was given. */
+  suspendedReason?: string | null;
 }
 
 /** A new account as registration makes it: active, unverified, on the Free Trial, no overrides. */

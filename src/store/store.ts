@@ -9,6 +9,12 @@ import { UsageRepo } from './usage-repo.ts';
 import { PaymentsRepo } from './payments-repo.ts';
 import { SessionsRepo } from './sessions-repo.ts';
 import { WebhooksRepo } from './webhooks-repo.ts';
+import { AdminAccountsRepo } from './admin-accounts-repo.ts';
+import { AdminReportsRepo } from './admin-reports-repo.ts';
+import { AnnouncementsRepo } from './announcements-repo.ts';
+import { AuditRepo } from './audit-repo.ts';
+import { HealthSamplesRepo } from './health-samples-repo.ts';
+import { MailQueueRepo } from './mail-queue-repo.ts';
 
 /** Everything Tollgate keeps, by domain; the same SQL runs on SQLite and PostgreSQL. */
 export interface Store {
@@ -20,6 +26,13 @@ export interface Store {
   readonly webhooks: WebhooksRepo;
   readonly system: SystemRepo;
   readonly sessions: SessionsRepo;
+  /** Operators (issue 18): their account reads, reports, audit log, announcements, mail, health samples. */
+  readonly adminAccounts: AdminAccountsRepo;
+  readonly adminReports: AdminReportsRepo;
+  readonly audit: AuditRepo;
+  readonly announcements: AnnouncementsRepo;
+  readonly mailQueue: MailQueueRepo;
+  readonly healthSamples: HealthSamplesRepo;
   /** Runs fn with a store whose every repository works inside one transaction. */
   transaction<T>(fn: (store: Store) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -36,6 +49,12 @@ export function createStore(db: Db, options: { secrets?: SecretBox } = {}): Stor
     webhooks: new WebhooksRepo(db, options.secrets),
     system: new SystemRepo(db),
     sessions: new SessionsRepo(db),
+    adminAccounts: new AdminAccountsRepo(db),
+    adminReports: new AdminReportsRepo(db),
+    audit: new AuditRepo(db),
+    announcements: new AnnouncementsRepo(db),
+    mailQueue: new MailQueueRepo(db),
+    healthSamples: new HealthSamplesRepo(db),
     transaction: (fn) => db.transaction((tx) => fn(createStore(tx, options))),
     close: () => db.close(),
   };

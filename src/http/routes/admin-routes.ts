@@ -3,17 +3,20 @@ import type { PlanId } from '../../config/config.ts';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { newId } from '../../shared/ids.ts';
-import { iso, presentAccount, usd } from '../present.ts';
+import { iso, usd } from '../present.ts';
+import { parseAccountQuery } from '../parse-account-query.ts';
+import { presentAdminAccount } from '../present-operator.ts';
+import { suspensionReason } from './operator-routes.ts';
 
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
 const nullableLimit = { type: ['integer', 'null'], minimum: 0 } as const;
 
-/** The operator's controls over accounts; every route needs the admin key. */
+/** The operator's controls over accounts; every route needs the admin key or an operator. */
 export function adminRoutes(app: FastifyInstance, services: Services): void {
   const config = { auth: 'admin' } as const;
   const { accounts } = services;
 
-  app.get<{ Querystring: { search?: string; limit?: string; offset?: string } }>(
+  app.get<{ Querystring: Record<string, string | undefined> }>(
     '/api/admin/accounts',
     {
       config,
@@ -23,6 +26,10 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
           additionalProperties: false,
           properties: {
             search: { type: 'string', maxLength: 254 },
+            plan: { type: 'string', maxLength: 50 },
+            status: { type: 'string', enum: ['active', 'suspended'] },
+            sort: { type: 'string', enum: ['created_at', 'email', 'last_active_at'] },
+            order: { type: 'string', enum: ['asc', 'desc'] },
             limit: { type: 'string', pattern: '^(?:[1-9]\\d?|[1-4]\\d\\d|500)$' },
             offset: { type: 'string', pattern: '^\\d{1,9}$' },
           },
@@ -30,15 +37,14 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
       },
     },
     async (request) => {
-      const limit = Number(request.query.limit ?? 50);
-      const offset = Number(request.query.offset ?? 0);
-      const page = await accounts.listAccounts(request.query.search ?? '', limit, offset);
+      const query = parseAccountQuery(request.query, services.config);
+      const page = await services.operators.accounts.search(query);
       return {
         object: 'list',
-        data: page.accounts.map(presentAdminAccount),
+        data: page.accounts.map((found) => presentAdminAccount(found.account, found.balanceMicros)),
         total: page.total,
-        limit,
-        offset,
+        limit: query.limit,
+        offset: query.offset,
       };
     },
   );
@@ -52,13 +58,16 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
   app.post<{ Params: { id: string } }>(
     '/api/admin/accounts/:id/suspend',
     { config, schema: { params: idParams } },
-    async (request) => presentAdminAccount(await accounts.setStatus(request.params.id, 'suspended')),
+    async (request) =>
+      presentAdminAccount(
+        await services.operators.accounts.suspend(request.params.id, suspensionReason(request.body)),
+      ),
   );
 
   app.post<{ Params: { id: string } }>(
     '/api/admin/accounts/:id/unsuspend',
     { config, schema: { params: idParams } },
-    async (request) => presentAdminAccount(await accounts.setStatus(request.params.id, 'active')),
+    async (request) => presentAdminAccount(await services.operators.accounts.unsuspend(request.params.id)),
   );
 
   app.put<{ Params: { id: string }; Body: { plan: PlanId } }>(
@@ -163,13 +172,4 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
       });
     },
   );
-}
-
-function presentAdminAccount(account: Parameters<typeof presentAccount>[0]): Record<string, unknown> {
-  return {
-    ...presentAccount(account),
-    limits_override: { rpm: account.rpmLimit, tpm: account.tpmLimit, daily_tokens: account.dailyTokenLimit },
-    credit_limit_usd: usd(account.creditLimitMicros),
-    last_active_at: iso(account.lastActiveAt),
-  };
 }

@@ -41,6 +41,8 @@ export function sessionRoutes(app: FastifyInstance, services: Services): void {
     account: Parameters<typeof presentAccount>[0];
   }) => ({
     account: presentAccount(signedIn.account),
+    // The web app shows its operator section only when this is true (the routes check it again).
+    operator: signedIn.account.role === 'operator',
     csrf_token: signedIn.session.csrfToken,
     expires_at: iso(signedIn.session.expiresAt),
   });

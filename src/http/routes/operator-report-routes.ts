@@ -1,0 +1,218 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../services.ts';
+import { GatewayError } from '../../shared/gateway-error.ts';
+import type { ExportedUsage } from '../../store/admin-reports-repo.ts';
+import { utcDay } from '../../store/ledger-repo.ts';
+import { noteAudit } from '../operator-audit.ts';
+import { iso, usd } from '../present.ts';
+
+const config = { auth: 'admin' } as const;
+const DAY_MS = 86_400_000;
+/** Usage records read per page of the export: memory stays one page however long the range. */
+const EXPORT_PAGE = 1_000;
+const CSV_COLUMNS =
+  'request_id,account_id,key_id,model,status,prompt_tokens,completion_tokens,total_tokens,cost_usd,created_at\n';
+
+/** Operators' reports: statistics over time, deployments' health, the webhook backlog, the usage export. */
+export function operatorReportRoutes(app: FastifyInstance, services: Services): void {
+  const reports = services.store.adminReports;
+
+  app.get<{ Querystring: { days?: string } }>(
+    '/api/admin/stats/daily',
+    {
+      config,
+      schema: {
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { days: { type: 'string', pattern: '^(?:[1-9]\\d?|[1-3]\\d\\d)$' } },
+        },
+      },
+    },
+    async (request) => {
+      const days = Math.min(366, Number(request.query.days ?? 30));
+      const now = services.clock();
+      const fromMs = Math.floor(now / DAY_MS - days + 1) * DAY_MS;
+      const [from, to] = [utcDay(fromMs), utcDay(now)];
+      const totals = new Map((await reports.dailyTotals(from, to)).map((row) => [row.day, row]));
+      const money = await reports.revenueAndSignups(fromMs);
+      const data = Array.from({ length: days }, (_, i) => {
+        const day = utcDay(fromMs + i * DAY_MS);
+        const row = totals.get(day);
+        return {
+          day,
+          requests: row?.requests ?? 0,
+          tokens: row?.tokens ?? 0,
+          spend_usd: usd(row?.spendMicros ?? 0),
+          revenue_usd: usd(money.get(day)?.revenueMicros ?? 0),
+          new_accounts: money.get(day)?.newAccounts ?? 0,
+        };
+      });
+      const byPlan = await reports.dailyBy('plan', from, to);
+      const byModel = await reports.dailyBy('model', from, to);
+      return {
+        object: 'list',
+        data,
+        by_plan: byPlan.map((r) => ({
+          plan: r.key,
+          day: r.day,
+          requests: r.requests,
+          spend_usd: usd(r.spendMicros),
+        })),
+        by_model: byModel.map((r) => ({
+          model: r.key,
+          day: r.day,
+          requests: r.requests,
+          tokens: r.tokens,
+          spend_usd: usd(r.spendMicros),
+        })),
+      };
+    },
+  );
+
+  // From the router's in-process measurements only: drawing this page calls no upstream.
+  app.get('/api/admin/deployments', { config }, async () => ({
+    object: 'list',
+    data: services.router.stats().map((stat) => ({
+      model: stat.model,
+      deployment: stat.deployment,
+      provider: stat.provider,
+      upstream_model: stat.upstreamModel,
+      circuit: stat.circuit,
+      requests_5m: stat.requests,
+      error_rate_5m: stat.errorRate,
+      latency_p50_ms: stat.latencyP50Ms,
+      ttft_p50_ms: stat.ttftP50Ms,
+    })),
+  }));
+
+  app.get('/api/admin/webhooks', { config }, async () => {
+    const backlog = await reports.webhookBacklog();
+    const failing = await reports.failingEndpoints(100);
+    return {
+      backlog: {
+        pending: backlog.pending,
+        failing: backlog.failing,
+        oldest_pending_at: iso(backlog.oldestPendingAt),
+      },
+      failing_endpoints: failing.map((endpoint) => ({
+        account_id: endpoint.accountId,
+        email: endpoint.email,
+        url: endpoint.url,
+        consecutive_failures: endpoint.consecutiveFailures,
+        last_error: endpoint.lastError,
+        last_attempt_at: iso(endpoint.lastAttemptAt),
+        last_delivery_id: endpoint.lastDeliveryId,
+      })),
+    };
+  });
+
+  app.post<{ Params: { id: string } }>(
+    '/api/admin/webhooks/deliveries/:id/redeliver',
+    {
+      config,
+      schema: { params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } },
+    },
+    async (request, reply) => {
+      const eventId = await reports.deliveryEvent(request.params.id);
+      if (!eventId) throw new GatewayError('not_found', `no delivery ${request.params.id}`);
+      const event = await services.store.webhooks.event(eventId);
+      noteAudit(request, {
+        ...(event ? { accountId: event.accountId } : {}),
+        details: { event_id: eventId },
+      });
+      await services.store.webhooks.requeue(eventId, services.clock());
+      services.dispatcher.nudge();
+      return reply.status(202).send({ event_id: eventId, status: 'queued' });
+    },
+  );
+
+  app.get<{ Querystring: { from: string; to: string; format?: 'csv' | 'jsonl'; account_id?: string } }>(
+    '/api/admin/usage/export',
+    {
+      config,
+      schema: {
+        querystring: {
+          type: 'object',
+          required: ['from', 'to'],
+          additionalProperties: false,
+          properties: {
+            from: { type: 'string', maxLength: 40 },
+            to: { type: 'string', maxLength: 40 },
+            format: { type: 'string', enum: ['csv', 'jsonl'] },
+            account_id: { type: 'string', maxLength: 100 },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const from = parseInstant(request.query.from, 'from', false);
+      const to = parseInstant(request.query.to, 'to', true);
+      if (to <= from) throw new GatewayError('invalid_request', 'to must be after from', { param: 'to' });
+      const format = request.query.format ?? 'csv';
+      const range = {
+        from,
+        to,
+        ...(request.query.account_id !== undefined ? { accountId: request.query.account_id } : {}),
+      };
+      const lines = exportLines(reports.usagePage.bind(reports), range, format);
+      return reply
+        .type(format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson')
+        .header('content-disposition', `attachment; filename="usage.${format}"`)
+        .send(Readable.from(lines));
+    },
+  );
+}
+
+/** An ISO date or date-time; a bare date as `to` means the end of that day (the range includes it). */
+function parseInstant(text: string, param: string, endOfDay: boolean): number {
+  const ms = Date.parse(text);
+  if (!Number.isFinite(ms))
+    throw new GatewayError('invalid_request', `${param} must be an ISO 8601 date or date-time`, { param });
+  return endOfDay && /^\d{4}-\d{2}-\d{2}$/.test(text) ? ms + DAY_MS : ms;
+}
+
+async function* exportLines(
+  read: (
+    range: { from: number; to: number; accountId?: string },
+    after: { createdAt: number; requestId: string } | undefined,
+    limit: number,
+  ) => Promise<ExportedUsage[]>,
+  range: { from: number; to: number; accountId?: string },
+  format: 'csv' | 'jsonl',
+): AsyncGenerator<string> {
+  if (format === 'csv') yield CSV_COLUMNS;
+  let after: { createdAt: number; requestId: string } | undefined;
+  for (;;) {
+    const rows = await read(range, after, EXPORT_PAGE);
+    if (rows.length === 0) return;
+    yield rows.map((row) => (format === 'csv' ? csvLine(row) : `${JSON.stringify(jsonOf(row))}\n`)).join('');
+    const last = rows[rows.length - 1]!;
+    after = { createdAt: last.createdAt, requestId: last.requestId };
+    if (rows.length < EXPORT_PAGE) return;
+  }
+}
+
+function jsonOf(row: ExportedUsage): Record<string, unknown> {
+  return {
+    request_id: row.requestId,
+    account_id: row.accountId,
+    key_id: row.keyId,
+    model: row.model,
+    status: row.status,
+    prompt_tokens: row.promptTokens,
+    completion_tokens: row.completionTokens,
+    total_tokens: row.promptTokens + row.completionTokens,
+    cost_usd: usd(row.costMicros),
+    created_at: iso(row.createdAt),
+  };
+}
+
+/** Ids, model names and statuses never hold a comma, quote or newline; quoted anyway should one appear. */
+const csvField = (value: unknown): string => {
+  const text = String(value);
+  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+};
+
+const csvLine = (row: ExportedUsage): string => `${Object.values(jsonOf(row)).map(csvField).join(',')}\n`;

@@ -1,0 +1,167 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../services.ts';
+import { GatewayError } from '../../shared/gateway-error.ts';
+import { noteAudit } from '../operator-audit.ts';
+import { presentAdminAccount, presentAuditEntry } from '../present-operator.ts';
+import { iso, presentKey, usd } from '../present.ts';
+import { presentOrder } from './billing-routes.ts';
+
+const config = { auth: 'admin' } as const;
+const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
+const page = {
+  limit: { type: 'string', pattern: '^(?:[1-9]\\d?|[1-4]\\d\\d|500)$' },
+  offset: { type: 'string', pattern: '^\\d{1,9}$' },
+} as const;
+
+/** Operators: granting the role, an account's whole page, its keys, verification mail, the audit log. */
+export function operatorRoutes(app: FastifyInstance, services: Services): void {
+  const { accounts } = services.operators;
+
+  app.get('/api/admin/operators', { config }, async () => ({
+    object: 'list',
+    data: (await accounts.operators()).map((account) => presentAdminAccount(account)),
+  }));
+
+  app.post<{ Body: { email: string } }>(
+    '/api/admin/operators',
+    {
+      config,
+      schema: {
+        body: {
+          type: 'object',
+          required: ['email'],
+          additionalProperties: false,
+          properties: { email: { type: 'string', minLength: 3, maxLength: 254 } },
+        },
+      },
+    },
+    async (request) => {
+      const account = await accounts.byEmail(request.body.email);
+      noteAudit(request, { accountId: account.id });
+      return presentAdminAccount(await accounts.setRole(account.id, 'operator'));
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/api/admin/operators/:id',
+    { config, schema: { params: idParams } },
+    async (request) => presentAdminAccount(await accounts.setRole(request.params.id, 'user')),
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/api/admin/accounts/:id/detail',
+    { config, schema: { params: idParams } },
+    async (request) => {
+      const detail = await accounts.detail(request.params.id);
+      return {
+        account: presentAdminAccount(detail.account, detail.balanceMicros),
+        credits: detail.grants.map((grant) => ({
+          id: grant.id,
+          kind: grant.kind,
+          amount_usd: usd(grant.amountMicros),
+          remaining_usd: usd(grant.remainingMicros),
+          expires_at: iso(grant.expiresAt),
+          created_at: iso(grant.createdAt),
+          source: grant.source,
+        })),
+        keys: detail.keys.map(({ key, lastUsedAt }) => ({
+          ...presentKey(key),
+          last_used_at: iso(lastUsedAt),
+        })),
+        usage: {
+          last_30_days: detail.usageByDay.map((row) => ({
+            day: row.group,
+            requests: row.requests,
+            tokens: row.promptTokens + row.completionTokens,
+            cost_usd: usd(row.costMicros),
+          })),
+        },
+        orders: detail.orders.map(presentOrder),
+        webhook_deliveries: detail.deliveries.map((d) => ({
+          id: d.id,
+          event_id: d.eventId,
+          attempt: d.attempt,
+          url: d.url,
+          status_code: d.statusCode,
+          error: d.error,
+          latency_ms: d.latencyMs,
+          created_at: iso(d.createdAt),
+        })),
+      };
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/api/admin/accounts/:id/resend-verification',
+    { config, schema: { params: idParams } },
+    async (request, reply) => {
+      await accounts.resendVerification(request.params.id);
+      return reply.status(202).send({ sent: true });
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/api/admin/accounts/:id/keys',
+    { config, schema: { params: idParams } },
+    async (request) => ({
+      object: 'list',
+      data: (await accounts.keys(request.params.id)).map(presentKey),
+    }),
+  );
+
+  app.delete<{ Params: { id: string; keyId: string } }>(
+    '/api/admin/accounts/:id/keys/:keyId',
+    {
+      config,
+      schema: {
+        params: {
+          type: 'object',
+          properties: { id: { type: 'string', maxLength: 100 }, keyId: { type: 'string', maxLength: 100 } },
+        },
+      },
+    },
+    async (request) => presentKey(await services.accounts.revokeKey(request.params.id, request.params.keyId)),
+  );
+
+  app.get<{ Querystring: { limit?: string; offset?: string; account_id?: string } }>(
+    '/api/admin/audit',
+    {
+      config,
+      schema: {
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { ...page, account_id: { type: 'string', maxLength: 100 } },
+        },
+      },
+    },
+    async (request) => {
+      const limit = Number(request.query.limit ?? 50);
+      const offset = Number(request.query.offset ?? 0);
+      const found = await services.operators.auditLog(
+        request.query.account_id === undefined ? {} : { accountId: request.query.account_id },
+        limit,
+        offset,
+      );
+      return {
+        object: 'list',
+        data: found.entries.map(presentAuditEntry),
+        total: found.total,
+        limit,
+        offset,
+      };
+    },
+  );
+}
+
+/** Reads an optional `{reason}` body of a suspension: a string of at most 500 characters, or nothing. */
+export function suspensionReason(body: unknown): string | null {
+  if (body === undefined || body === null) return null;
+  const reason = typeof body === 'object' ? (body as Record<string, unknown>)['reason'] : undefined;
+  if (reason === undefined || reason === null) return null;
+  if (typeof reason !== 'string' || reason.length > 500)
+    throw new GatewayError('invalid_request', 'body.reason must be a string of at most 500 characters', {
+      param: 'reason',
+    });
+  return reason.trim() === '' ? null : reason.trim();
+}

@@ -192,13 +192,19 @@ describe('the tollgate CLI', () => {
     assert.equal(suspend.code, 0, suspend.stderr);
     assert.equal(suspend.stdout, `suspended ${accountId}\n`);
     const client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
-    await assert.rejects(client.models.list(), (error: any) => error.status === 403);
+    const ask = () =>
+      client.chat.completions.create({
+        model: 'model-b',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 4,
+      });
+    await assert.rejects(ask(), (error: any) => error.status === 403 && /suspended/.test(error.message));
     const shown = await admin(['accounts', 'show', email]);
     assert.match(shown.stdout, /^status +suspended$/m);
 
     const unsuspend = await admin(['accounts', 'unsuspend', email, '--json']);
     assert.equal(JSON.parse(unsuspend.stdout).status, 'active');
-    await client.models.list();
+    await ask();
 
     const plan = await admin(['accounts', 'set-plan', email, 'pro', '--json']);
     assert.equal(plan.code, 0, plan.stderr);
@@ -227,7 +233,10 @@ describe('the tollgate CLI', () => {
     assert.equal(revoke.code, 0, revoke.stderr);
     assert.match(revoke.stdout, new RegExp(`^revoked key ${keyId} of `));
     const client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
-    await assert.rejects(client.models.list(), (error: any) => error.status === 401 || error.status === 403);
+    await assert.rejects(
+      client.chat.completions.create({ model: 'model-b', messages: [{ role: 'user', content: 'hi' }] }),
+      (error: any) => error.status === 403 && /revoked/.test(error.message),
+    );
     const text = await admin(['keys', 'list', email]);
     assert.match(text.stdout, new RegExp(`^${keyId} .* revoked `, 'm'));
   });

@@ -68,4 +68,9 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   }
 }
 
+// A reader that stopped early (`tollgate accounts list | head`) ends the output, not with a stack trace.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(EXIT.ok);
+});
 process.exitCode = await runCli(process.argv);

@@ -62,7 +62,11 @@ export function registerAccountsCommands(program: Command): void {
       const id = await resolveAccountId(client, account);
       const detail = await accountDetail(client, id);
       if (out.json) return out.printJson(detail);
-      printAccount(out, detail.account);
+      const days = detail.usage?.last_30_days;
+      const sum = (field: string): number =>
+        (days ?? []).reduce((total, day) => total + (typeof day[field] === 'number' ? day[field] : 0), 0);
+      const usage = `${sum('requests')} requests, ${sum('tokens')} tokens, $${Math.round(sum('cost_usd') * 1e6) / 1e6}`;
+      printAccount(out, detail.account, days ? [['usage_30_days', usage]] : []);
       if (detail.credits && detail.credits.length > 0) {
         out.line();
         out.printTable(
@@ -151,6 +155,7 @@ interface AccountDetail {
   account: Account;
   credits?: Account[];
   keys?: Account[];
+  usage?: { last_30_days?: Record<string, unknown>[] };
 }
 
 /** The account's detail page; a gateway without `/detail` (older) answers with the account alone. */
@@ -164,7 +169,11 @@ async function accountDetail(client: AdminClient, id: string): Promise<AccountDe
 }
 
 /** An account as aligned fields. */
-export function printAccount(out: Output, account: Account): void {
+export function printAccount(
+  out: Output,
+  account: Account,
+  extra: readonly (readonly [string, unknown])[] = [],
+): void {
   const limits = (account['limits_override'] ?? {}) as Record<string, unknown>;
   out.printFields([
     ['id', account['id']],
@@ -183,6 +192,7 @@ export function printAccount(out: Output, account: Account): void {
     ],
     ['created_at', account['created_at']],
     ['last_active_at', account['last_active_at']],
+    ...extra,
   ]);
 }
 

@@ -80,8 +80,9 @@ function createProgress(
   let bytes = 0;
   // csv's first line is its header.
   const rows = (): number => Math.max(0, format === 'csv' ? lines - 1 : lines);
-  const draw = (): void =>
-    void stderr.write(`\r${rows().toLocaleString('en')} rows, ${(bytes / 1e6).toFixed(1)} MB`);
+  const size = (): string =>
+    bytes < 1e6 ? `${Math.ceil(bytes / 1e3)} kB` : `${(bytes / 1e6).toFixed(1)} MB`;
+  const draw = (): void => void stderr.write(`\r${rows().toLocaleString('en')} rows, ${size()}`);
   const timer = stderr.isTTY ? setInterval(draw, PROGRESS_INTERVAL_MS) : undefined;
   const counter = new Transform({
     transform(chunk: Buffer, _encoding, done) {

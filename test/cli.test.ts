@@ -311,7 +311,11 @@ describe('the tollgate CLI', () => {
   });
 
   it('announce posts a notice; a breaking change needs its effective date 90 days ahead', async () => {
-    const inDays = (days: number): string => new Date(Date.now() + days * 86_400_000).toISOString();
+    const retire = (days: number): Promise<Run> =>
+      admin([
+        ...['announce', 'model-a retires', '--body', 'Use model-d', '--models', 'model-a', '--breaking'],
+        ...['--effective', new Date(Date.now() + days * 86_400_000).toISOString()],
+      ]);
     const posted = await admin([
       'announce',
       'Maintenance',
@@ -326,30 +330,10 @@ describe('the tollgate CLI', () => {
     assert.equal(notice.title, 'Maintenance');
     assert.equal(notice.severity, 'minor');
     assert.equal(notice.breaking, false);
-    const early = await admin([
-      'announce',
-      'model-a retires',
-      '--body',
-      'Use model-d',
-      '--models',
-      'model-a',
-      '--breaking',
-      '--effective',
-      inDays(89),
-    ]);
+    const early = await retire(89);
     assert.equal(early.code, 1);
     assert.match(early.stderr, /^tollgate: the gateway refused the request \(400\): .*effective_at/);
-    const onTime = await admin([
-      'announce',
-      'model-a retires',
-      '--body',
-      'Use model-d',
-      '--models',
-      'model-a',
-      '--breaking',
-      '--effective',
-      inDays(90.01),
-    ]);
+    const onTime = await retire(90.01);
     assert.equal(onTime.code, 0, onTime.stderr);
     assert.match(onTime.stdout, /^posted announcement \S+: model-a retires\n$/);
     const noDate = await admin(['announce', 'x', '--body', 'y', '--breaking']);

@@ -95,6 +95,8 @@ describe('the tollgate CLI', () => {
       ['keys', 'revoke'],
       ['usage', 'export'],
       ['announce'],
+      ['announcements', 'list'],
+      ['announcements', 'end'],
     ];
     const runs = await Promise.all(commands.map((command) => tollgate([...command, '--help'])));
     runs.forEach((run, i) => {
@@ -336,6 +338,19 @@ describe('the tollgate CLI', () => {
     const onTime = await retire(90.01);
     assert.equal(onTime.code, 0, onTime.stderr);
     assert.match(onTime.stdout, /^posted announcement \S+: model-a retires\n$/);
+    const listed = JSON.parse((await admin(['announcements', 'list', '--json'])).stdout);
+    assert.ok(listed.data.some((n: any) => n.id === notice.id && n.ends_at === null));
+    const ended = await admin(['announcements', 'end', notice.id, '--json']);
+    assert.equal(ended.code, 0, ended.stderr);
+    assert.ok(Date.parse(JSON.parse(ended.stdout).ends_at) <= Date.now());
+    // The status page is a snapshot rebuilt every few seconds: wait for the notice, up to 15 s.
+    let onStatusPage = false;
+    for (const started = Date.now(); !onStatusPage && Date.now() - started < 15_000;) {
+      const status = (await (await fetch(`${gateway.url}/status.json`)).json()) as any;
+      onStatusPage = status.breaking_changes.some((n: any) => n.title === 'model-a retires');
+      if (!onStatusPage) await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    assert.ok(onStatusPage, 'the breaking change is on the status page');
     const noDate = await admin(['announce', 'x', '--body', 'y', '--breaking']);
     assert.equal(noDate.code, 2);
     assert.match(noDate.stderr, /--breaking needs --effective/);

@@ -3,7 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
 import { CliError, EXIT } from './cli-error.ts';
 import { registerAccountsCommands } from './commands/accounts-commands.ts';
-import { registerAnnounceCommand } from './commands/announce-command.ts';
+import { registerAnnounceCommand, registerAnnouncementsCommands } from './commands/announce-command.ts';
 import { registerConfigCommands } from './commands/config-check-command.ts';
 import { registerKeysCommands } from './commands/keys-commands.ts';
 import { registerMigrateCommand } from './commands/migrate-command.ts';
@@ -45,6 +45,7 @@ export function createProgram(): Command {
   registerKeysCommands(program);
   registerUsageCommands(program);
   registerAnnounceCommand(program);
+  registerAnnouncementsCommands(program);
   return program;
 }
 

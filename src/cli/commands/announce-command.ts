@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import { commandContext } from '../context.ts';
+import { commandContext, segment } from '../context.ts';
 import { parseInstant, parseList } from '../parse-arguments.ts';
 
 interface AnnounceOptions {
@@ -52,5 +52,46 @@ export function registerAnnounceCommand(program: Command): void {
       })) as Record<string, unknown>;
       if (out.json) return out.printJson(notice);
       out.line(`posted announcement ${String(notice['id'])}: ${title}`);
+    });
+}
+
+/** `tollgate announcements list|end`: the notices posted so far, and ending one now. */
+export function registerAnnouncementsCommands(program: Command): void {
+  const announcements = program
+    .command('announcements')
+    .description('the notices on the status page: list them, end one');
+
+  announcements
+    .command('list')
+    .description('list the announcements, current and past')
+    .action(async (_options: unknown, command: Command) => {
+      const { out, client } = commandContext(command);
+      const list = (await client.request('GET', '/api/admin/announcements')) as {
+        data: Record<string, unknown>[];
+      };
+      if (out.json) return out.printJson(list);
+      out.printTable(
+        ['ID', 'SEVERITY', 'BREAKING', 'EFFECTIVE_AT', 'STARTS_AT', 'ENDS_AT', 'TITLE'],
+        list.data.map((n) => [
+          n['id'],
+          n['severity'],
+          n['breaking'],
+          n['effective_at'],
+          n['starts_at'],
+          n['ends_at'],
+          n['title'],
+        ]),
+      );
+    });
+
+  announcements
+    .command('end')
+    .description('end an announcement now (it leaves the status page)')
+    .argument('<id>', 'the announcement id (from `tollgate announcements list`)')
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const { out, client } = commandContext(command);
+      const notice = await client.request('POST', `/api/admin/announcements/${segment(id)}/end`, {});
+      if (out.json) return out.printJson(notice);
+      out.line(`ended announcement ${id}`);
     });
 }

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
+import { until } from './helpers/until.ts';
+import { startReceiver } from './helpers/receiver.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 
 const PASSWORD = 'correct horse battery';
@@ -27,14 +29,6 @@ const as = (browser: Browser, csrf = true): Record<string, string> => ({
 
 /** A route's path with its parameters filled in. */
 const pathOf = (url: string): string => url.replace(/:(\w+)/g, (_, name: string) => `${name}_x`);
-
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
 
 for (const backend of BACKENDS) {
   const skip = await backend.unavailable();
@@ -301,6 +295,47 @@ for (const backend of BACKENDS) {
         key: operator.key,
       });
       assert.equal(bad.status, 400);
+    });
+
+    it('the webhooks page lists an endpoint that keeps failing; redelivery sends the event again', async () => {
+      const receiver = await startReceiver();
+      try {
+        receiver.answer({ status: 500 });
+        const { key, accountId } = await server.register();
+        await server.call('PUT', '/api/webhooks/endpoint', { key, body: { url: receiver.url } });
+        assert.equal((await server.call('POST', '/api/webhooks/test', { key })).status, 202);
+        await receiver.waitFor(1);
+        let failing: any;
+        await until(async () => {
+          const page = await server.call('GET', '/api/admin/webhooks', { key: operator.key });
+          failing = page.body.failing_endpoints.find((e: any) => e.account_id === accountId);
+          return failing !== undefined;
+        }, 'the failing endpoint');
+        assert.deepEqual(
+          [failing.url, failing.consecutive_failures, failing.last_error],
+          [receiver.url, 1, 'status 500'],
+        );
+        assert.ok(failing.last_delivery_id && failing.last_attempt_at);
+        const redelivered = await server.call(
+          'POST',
+          `/api/admin/webhooks/deliveries/${failing.last_delivery_id}/redeliver`,
+          {
+            key: operator.key,
+          },
+        );
+        assert.equal(redelivered.status, 202);
+        await receiver.waitFor(2);
+        await until(async () => {
+          const page = await server.call('GET', '/api/admin/webhooks', { key: operator.key });
+          return !page.body.failing_endpoints.some((e: any) => e.account_id === accountId);
+        }, 'the endpoint to recover');
+        const audit = await server.call('GET', `/api/admin/audit?account_id=${accountId}`, {
+          key: operator.key,
+        });
+        assert.equal(audit.body.data[0].action, 'webhook.redeliver');
+      } finally {
+        await receiver.close();
+      }
     });
 
     it('a breaking change is refused at 89 days and accepted at 90, and mails every verified account once', async () => {

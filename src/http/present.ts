@@ -1,7 +1,7 @@
 import { presentKeyControls } from '../accounts/key-controls.ts';
 import type { PlanConfig, ModelConfig } from '../config/config.ts';
 import type { Balance } from '../store/ledger-repo.ts';
-import type { AccountRecord, ApiKeyRecord, CreditGrant } from '../store/records.ts';
+import type { AccountRecord, ApiKeyRecord, CreditGrant, WebhookDelivery } from '../store/records.ts';
 
 /** Integer micro-USD as a USD number for JSON (display only; the ledger never holds floats). */
 export const usd = (micros: number): number => Math.round(micros) / 1_000_000;
@@ -75,5 +75,19 @@ export function presentModel(model: ModelConfig, created: number): Record<string
       input_usd_per_million: usd(model.inputMicrosPerMillion),
       output_usd_per_million: usd(model.outputMicrosPerMillion),
     },
+  };
+}
+
+/** One webhook delivery attempt, as the account's and the operators' pages list it. */
+export function presentDelivery(d: WebhookDelivery): Record<string, unknown> {
+  return {
+    id: d.id,
+    event_id: d.eventId,
+    attempt: d.attempt,
+    url: d.url,
+    status_code: d.statusCode,
+    error: d.error,
+    latency_ms: d.latencyMs,
+    created_at: iso(d.createdAt),
   };
 }

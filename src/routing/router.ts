@@ -131,29 +131,30 @@ export class Router {
 
   /** Each deployment's circuit state, recent error rate and latency; calls no upstream. */
   health(): Record<string, unknown>[] {
-    const now = this.#clock();
-    return [...this.#deployments.entries()].flatMap(([model, deployments]) =>
-      deployments.map((deployment) => ({
-        model,
-        deployment: deployment.config.id,
-        provider: deployment.provider.id,
-        ...deployment.breaker.snapshot(now),
-      })),
-    );
+    return this.#eachDeployment((model, deployment, now) => ({
+      model,
+      deployment: deployment.config.id,
+      provider: deployment.provider.id,
+      ...deployment.breaker.snapshot(now),
+    }));
   }
 
   /** Each deployment's circuit state and last five minutes (attempts, errors, medians); calls no upstream. */
   stats(): DeploymentStats[] {
+    return this.#eachDeployment((model, deployment, now) => ({
+      model,
+      deployment: deployment.config.id,
+      provider: deployment.provider.id,
+      upstreamModel: deployment.config.upstreamModel,
+      circuit: deployment.breaker.snapshot(now).state,
+      ...deployment.window.snapshot(now),
+    }));
+  }
+
+  #eachDeployment<T>(describe: (model: string, deployment: Deployment, now: number) => T): T[] {
     const now = this.#clock();
     return [...this.#deployments.entries()].flatMap(([model, deployments]) =>
-      deployments.map((deployment) => ({
-        model,
-        deployment: deployment.config.id,
-        provider: deployment.provider.id,
-        upstreamModel: deployment.config.upstreamModel,
-        circuit: deployment.breaker.snapshot(now).state,
-        ...deployment.window.snapshot(now),
-      })),
+      deployments.map((deployment) => describe(model, deployment, now)),
     );
   }
 

@@ -43,11 +43,10 @@ export class AdminAccountsRepo {
     if (query.status) where.push(`status = ${bind(query.status)}`);
     const clause = where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`;
     const direction = query.order === 'asc' ? 'ASC' : 'DESC';
-    // Never-active accounts sort last either way; the id breaks ties so that pages never overlap.
-    const orderBy =
-      query.sort === 'last_active_at'
-        ? `COALESCE(last_active_at, ${query.order === 'asc' ? '9007199254740991' : '-1'}) ${direction}, id ${direction}`
-        : `${query.sort} ${direction}, id ${direction}`;
+    // A never-active account counts as the least recently active; the expression has its own index
+    // (accounts_activity), and the id breaks ties so that pages never overlap.
+    const column = query.sort === 'last_active_at' ? 'COALESCE(last_active_at, 0)' : query.sort;
+    const orderBy = `${column} ${direction}, id ${direction}`;
     const rows = await this.#db.all<AccountRow>(
       `SELECT * FROM accounts ${clause} ORDER BY ${orderBy} LIMIT ${bind(query.limit)} OFFSET ${bind(query.offset)}`,
       params,

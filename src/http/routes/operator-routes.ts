@@ -3,7 +3,7 @@ import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { noteAudit } from '../operator-audit.ts';
 import { presentAdminAccount, presentAuditEntry } from '../present-operator.ts';
-import { iso, presentKey, usd } from '../present.ts';
+import { iso, presentDelivery, presentKey, usd } from '../present.ts';
 import { presentOrder } from './billing-routes.ts';
 
 const config = { auth: 'admin' } as const;
@@ -77,16 +77,7 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
           })),
         },
         orders: detail.orders.map(presentOrder),
-        webhook_deliveries: detail.deliveries.map((d) => ({
-          id: d.id,
-          event_id: d.eventId,
-          attempt: d.attempt,
-          url: d.url,
-          status_code: d.statusCode,
-          error: d.error,
-          latency_ms: d.latencyMs,
-          created_at: iso(d.createdAt),
-        })),
+        webhook_deliveries: detail.deliveries.map(presentDelivery),
       };
     },
   );

@@ -4,7 +4,7 @@ import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { newId } from '../../shared/ids.ts';
 import { checkWebhookUrl } from '../../webhooks/url-guard.ts';
-import { iso } from '../present.ts';
+import { iso, presentDelivery } from '../present.ts';
 import { userOf } from './principal.ts';
 
 const newSecret = (): string => `whsec_${randomBytes(24).toString('base64url')}`;
@@ -96,16 +96,7 @@ export function webhookRoutes(app: FastifyInstance, services: Services): void {
     const deliveries = await store.webhooks.deliveriesOf(userOf(request).account.id, 100);
     return {
       object: 'list',
-      data: deliveries.map((d) => ({
-        id: d.id,
-        event_id: d.eventId,
-        attempt: d.attempt,
-        url: d.url,
-        status_code: d.statusCode,
-        error: d.error,
-        latency_ms: d.latencyMs,
-        created_at: iso(d.createdAt),
-      })),
+      data: deliveries.map(presentDelivery),
     };
   });
 

@@ -10,6 +10,10 @@ CREATE INDEX accounts_role ON accounts (role);
 CREATE INDEX accounts_created ON accounts (created_at, id);
 CREATE INDEX accounts_plan_created ON accounts (plan, created_at, id);
 CREATE INDEX accounts_status_created ON accounts (status, created_at, id);
+CREATE INDEX accounts_plan_status_created ON accounts (plan, status, created_at, id);
+CREATE INDEX accounts_plan_email ON accounts (plan, email);
+-- Sorting by last activity, never-active accounts counting as the least recent, on both engines alike.
+CREATE INDEX accounts_activity ON accounts ((COALESCE(last_active_at, 0)), id);
 
 -- Append-only: the store has no statement that updates or deletes a row of it.
 CREATE TABLE audit_log (

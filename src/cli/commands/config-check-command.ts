@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import type { Config } from '../../config/config.ts';
-import { ConfigError, loadConfig } from '../../config/load-config.ts';
 import { CliError } from '../cli-error.ts';
 import { createOutput } from '../output.ts';
 
@@ -13,7 +12,9 @@ export function registerConfigCommands(program: Command): void {
       'validate a configuration file as the gateway would load it (with this environment), and print the resolved models, deployments and prices, or the field that is wrong',
     )
     .argument('<file>', 'the YAML file (what TOLLGATE_CONFIG names)')
-    .action((file: string, _options: unknown, command: Command) => {
+    .action(async (file: string, _options: unknown, command: Command) => {
+      // Loaded on use: the loader pulls in the model catalog and the gateway's defaults.
+      const { ConfigError, loadConfig } = await import('../../config/load-config.ts');
       const out = createOutput({ json: command.optsWithGlobals<{ json?: boolean }>().json === true });
       let loaded: Config;
       try {

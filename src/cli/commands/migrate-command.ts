@@ -1,7 +1,4 @@
 import type { Command } from 'commander';
-import { ConfigError, loadConfig } from '../../config/load-config.ts';
-import { migrate } from '../../store/migrate.ts';
-import { openDb } from '../../store/store.ts';
 import { CliError } from '../cli-error.ts';
 import { createOutput } from '../output.ts';
 
@@ -12,6 +9,12 @@ export function registerMigrateCommand(program: Command): void {
     .description('apply the pending database migrations to DATABASE_URL and exit')
     .action(async (_options: unknown, command: Command) => {
       const out = createOutput({ json: command.optsWithGlobals<{ json?: boolean }>().json === true });
+      // Loaded on use: the store pulls in both database drivers, which no other command needs.
+      const [{ ConfigError, loadConfig }, { migrate }, { openDb }] = await Promise.all([
+        import('../../config/load-config.ts'),
+        import('../../store/migrate.ts'),
+        import('../../store/store.ts'),
+      ]);
       let databaseUrl: string;
       try {
         databaseUrl = loadConfig().databaseUrl;

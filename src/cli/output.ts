@@ -11,6 +11,14 @@ export interface Output {
   printFields(fields: readonly (readonly [string, unknown])[]): void;
   /** Prints rows under a header, columns padded to their widest cell. */
   printTable(header: readonly string[], rows: readonly (readonly unknown[])[]): void;
+  /** Prints the gateway's answer under --json, otherwise one line saying what was done. */
+  result(answer: unknown, done: string): void;
+  /** Prints a `{data: [...]}` answer: as it came under --json, otherwise a table of `row` per item. */
+  list(
+    answer: { data: Record<string, unknown>[] },
+    header: readonly string[],
+    row: (item: Record<string, unknown>) => readonly unknown[],
+  ): void;
   /** Prints one line of text. */
   line(text?: string): void;
   /** Styles text for stdout: colour only on a terminal and never with NO_COLOR set. */
@@ -22,9 +30,10 @@ export function createOutput(options: { json: boolean; stdout?: NodeJS.WriteStre
   const stdout = options.stdout ?? process.stdout;
   const style = (format: Style, text: string): string => styleText(format, text, { stream: stdout });
   const line = (text = ''): void => void stdout.write(`${text}\n`);
-  return {
+  const printJson = (value: unknown): void => line(JSON.stringify(value, null, 2));
+  const output: Output = {
     json: options.json,
-    printJson: (value) => line(JSON.stringify(value, null, 2)),
+    printJson,
     printFields(fields) {
       const width = Math.max(0, ...fields.map(([label]) => label.length));
       for (const [label, value] of fields) line(`${style('bold', label.padEnd(width))}  ${cell(value)}`);
@@ -39,9 +48,18 @@ export function createOutput(options: { json: boolean; stdout?: NodeJS.WriteStre
       line(style('bold', join(header)));
       for (const row of cells) line(join(row));
     },
+    result(answer, done) {
+      if (options.json) printJson(answer);
+      else line(done);
+    },
+    list(answer, header, row) {
+      if (options.json) printJson(answer);
+      else output.printTable(header, answer.data.map(row));
+    },
     line,
     style,
   };
+  return output;
 }
 
 /** How one value reads in a table cell. */

@@ -99,7 +99,7 @@ export function registerAccountsCommands(program: Command): void {
       const id = await resolveAccountId(client, account);
       const body = options.reason === undefined ? {} : { reason: options.reason };
       const answer = await client.request('POST', `/api/admin/accounts/${segment(id)}/suspend`, body);
-      printResult(out, answer, `suspended ${id}`);
+      out.result(answer, `suspended ${id}`);
     });
 
   accounts
@@ -110,7 +110,7 @@ export function registerAccountsCommands(program: Command): void {
       const { out, client } = commandContext(command);
       const id = await resolveAccountId(client, account);
       const answer = await client.request('POST', `/api/admin/accounts/${segment(id)}/unsuspend`, {});
-      printResult(out, answer, `unsuspended ${id}`);
+      out.result(answer, `unsuspended ${id}`);
     });
 
   accounts
@@ -132,8 +132,8 @@ export function registerAccountsCommands(program: Command): void {
         `/api/admin/accounts/${segment(id)}/credits`,
         body,
       )) as Account;
-      if (out.json) return out.printJson(grant);
-      out.line(
+      out.result(
+        grant,
         `granted $${String(grant['amount_usd'])} to ${id} (grant ${String(grant['id'])}, expires ${String(grant['expires_at'])})`,
       );
     });
@@ -147,7 +147,7 @@ export function registerAccountsCommands(program: Command): void {
       const { out, client } = commandContext(command);
       const id = await resolveAccountId(client, account);
       const answer = await client.request('PUT', `/api/admin/accounts/${segment(id)}/plan`, { plan });
-      printResult(out, answer, `${id} is on plan ${plan}`);
+      out.result(answer, `${id} is on plan ${plan}`);
     });
 }
 
@@ -194,12 +194,6 @@ export function printAccount(
     ['last_active_at', account['last_active_at']],
     ...extra,
   ]);
-}
-
-/** The gateway's answer under --json; otherwise one line saying what was done. */
-function printResult(out: Output, answer: unknown, done: string): void {
-  if (out.json) out.printJson(answer);
-  else out.line(done);
 }
 
 function cellOf(value: unknown): string {

@@ -50,8 +50,7 @@ export function registerAnnounceCommand(program: Command): void {
         ...(options.ends ? { ends_at: options.ends } : {}),
         ...(options.effective ? { effective_at: options.effective } : {}),
       })) as Record<string, unknown>;
-      if (out.json) return out.printJson(notice);
-      out.line(`posted announcement ${String(notice['id'])}: ${title}`);
+      out.result(notice, `posted announcement ${String(notice['id'])}: ${title}`);
     });
 }
 
@@ -69,19 +68,15 @@ export function registerAnnouncementsCommands(program: Command): void {
       const list = (await client.request('GET', '/api/admin/announcements')) as {
         data: Record<string, unknown>[];
       };
-      if (out.json) return out.printJson(list);
-      out.printTable(
-        ['ID', 'SEVERITY', 'BREAKING', 'EFFECTIVE_AT', 'STARTS_AT', 'ENDS_AT', 'TITLE'],
-        list.data.map((n) => [
-          n['id'],
-          n['severity'],
-          n['breaking'],
-          n['effective_at'],
-          n['starts_at'],
-          n['ends_at'],
-          n['title'],
-        ]),
-      );
+      out.list(list, ['ID', 'SEVERITY', 'BREAKING', 'EFFECTIVE_AT', 'STARTS_AT', 'ENDS_AT', 'TITLE'], (n) => [
+        n['id'],
+        n['severity'],
+        n['breaking'],
+        n['effective_at'],
+        n['starts_at'],
+        n['ends_at'],
+        n['title'],
+      ]);
     });
 
   announcements
@@ -91,7 +86,6 @@ export function registerAnnouncementsCommands(program: Command): void {
     .action(async (id: string, _options: unknown, command: Command) => {
       const { out, client } = commandContext(command);
       const notice = await client.request('POST', `/api/admin/announcements/${segment(id)}/end`, {});
-      if (out.json) return out.printJson(notice);
-      out.line(`ended announcement ${id}`);
+      out.result(notice, `ended announcement ${id}`);
     });
 }

@@ -15,18 +15,14 @@ export function registerKeysCommands(program: Command): void {
       const list = (await client.request('GET', `/api/admin/accounts/${segment(id)}/keys`)) as {
         data: Record<string, unknown>[];
       };
-      if (out.json) return out.printJson(list);
-      out.printTable(
-        ['ID', 'NAME', 'PREFIX', 'STATUS', 'CREATED_AT', 'REVOKED_AT'],
-        list.data.map((k) => [
-          k['id'],
-          k['name'],
-          k['prefix'],
-          k['status'],
-          k['created_at'],
-          k['revoked_at'],
-        ]),
-      );
+      out.list(list, ['ID', 'NAME', 'PREFIX', 'STATUS', 'CREATED_AT', 'REVOKED_AT'], (k) => [
+        k['id'],
+        k['name'],
+        k['prefix'],
+        k['status'],
+        k['created_at'],
+        k['revoked_at'],
+      ]);
     });
 
   keys
@@ -38,7 +34,6 @@ export function registerKeysCommands(program: Command): void {
       const { out, client } = commandContext(command);
       const id = await resolveAccountId(client, account);
       const key = await client.request('DELETE', `/api/admin/accounts/${segment(id)}/keys/${segment(keyId)}`);
-      if (out.json) return out.printJson(key);
-      out.line(`revoked key ${keyId} of ${id}`);
+      out.result(key, `revoked key ${keyId} of ${id}`);
     });
 }

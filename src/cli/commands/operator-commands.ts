@@ -17,8 +17,7 @@ export function registerOperatorCommands(program: Command): void {
         string,
         unknown
       >;
-      if (out.json) return out.printJson(account);
-      out.line(`${String(account['email'])} (${String(account['id'])}) is now an operator`);
+      out.result(account, `${String(account['email'])} (${String(account['id'])}) is now an operator`);
     });
 
   operator
@@ -29,11 +28,12 @@ export function registerOperatorCommands(program: Command): void {
       const list = (await client.request('GET', '/api/admin/operators')) as {
         data: Record<string, unknown>[];
       };
-      if (out.json) return out.printJson(list);
-      out.printTable(
-        ['ID', 'EMAIL', 'STATUS', 'CREATED_AT'],
-        list.data.map((a) => [a['id'], a['email'], a['status'], a['created_at']]),
-      );
+      out.list(list, ['ID', 'EMAIL', 'STATUS', 'CREATED_AT'], (a) => [
+        a['id'],
+        a['email'],
+        a['status'],
+        a['created_at'],
+      ]);
     });
 
   operator
@@ -44,7 +44,6 @@ export function registerOperatorCommands(program: Command): void {
       const { out, client } = commandContext(command);
       const id = await resolveAccountId(client, account);
       const answer = await client.request('DELETE', `/api/admin/operators/${segment(id)}`);
-      if (out.json) return out.printJson(answer);
-      out.line(`${id} is no longer an operator`);
+      out.result(answer, `${id} is no longer an operator`);
     });
 }

@@ -15,7 +15,7 @@ import { DEFAULT_URL } from './context.ts';
 const AFTER_HELP = `
 Environment:
   TOLLGATE_URL        the gateway --url defaults to (default ${DEFAULT_URL})
-  TOLLGATE_ADMIN_KEY  the admin key (or an operator's API key) for accounts, keys, operator, usage, announce
+  TOLLGATE_ADMIN_KEY  the admin key (or an operator's API key) for the commands that call the gateway
   DATABASE_URL, TOLLGATE_CONFIG and the gateway's other variables for start, migrate and config check
   NO_COLOR            no colour even on a terminal
 

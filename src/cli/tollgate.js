@@ -22,7 +22,7 @@ if (major > 22 || (major === 22 && minor >= 18)) {
     process.stderr.write(
       `tollgate: needs Node 24 (found ${process.version} at ${process.execPath}); install Node 24 or run \`npm install\` in the checkout\n`,
     );
-    process.exit(2);
+    process.exit(1);
   }
   const child = spawn(projectNode, [MAIN, ...process.argv.slice(2)], { stdio: 'inherit' });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));

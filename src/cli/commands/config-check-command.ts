@@ -1,0 +1,75 @@
+import type { Command } from 'commander';
+import type { Config } from '../../config/config.ts';
+import { CliError } from '../cli-error.ts';
+import { createOutput } from '../output.ts';
+
+/** `tollgate config check <file>`: the project's own loader validates the file with this environment. */
+export function registerConfigCommands(program: Command): void {
+  const config = program.command('config').description('the gateway configuration file');
+  config
+    .command('check')
+    .description(
+      'validate a configuration file as the gateway would load it (with this environment), and print the resolved models, deployments and prices, or the field that is wrong',
+    )
+    .argument('<file>', 'the YAML file (what TOLLGATE_CONFIG names)')
+    .action(async (file: string, _options: unknown, command: Command) => {
+      // Loaded on use: the loader pulls in the model catalog and the gateway's defaults.
+      const { ConfigError, loadConfig } = await import('../../config/load-config.ts');
+      const out = createOutput({ json: command.optsWithGlobals<{ json?: boolean }>().json === true });
+      let loaded: Config;
+      try {
+        loaded = loadConfig({ ...process.env, TOLLGATE_CONFIG: file });
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        if (out.json) out.printJson({ valid: false, error: error.message });
+        throw new CliError(`${file} is not valid: ${error.message}`);
+      }
+      const summary = summarizeConfig(loaded);
+      if (out.json) return out.printJson({ valid: true, ...summary });
+      out.line(`${file} is valid: ${summary.models.length} models, ${summary.providers.length} providers`);
+      out.line();
+      out.printTable(
+        ['MODEL', 'INPUT_USD_PER_1M', 'OUTPUT_USD_PER_1M', 'CONTEXT', 'FALLBACKS'],
+        summary.models.map((m) => [
+          m.id,
+          m.input_usd_per_million,
+          m.output_usd_per_million,
+          m.context_window,
+          m.fallbacks.join(','),
+        ]),
+      );
+      out.line();
+      out.printTable(
+        ['MODEL', 'DEPLOYMENT', 'PROVIDER', 'UPSTREAM_MODEL', 'WEIGHT'],
+        summary.models.flatMap((m) =>
+          m.deployments.map((d) => [m.id, d.id, d.provider, d.upstream_model, d.weight]),
+        ),
+      );
+    });
+}
+
+/** The resolved models, deployments, prices (USD per million tokens) and providers; no secrets. */
+function summarizeConfig(config: Config) {
+  return {
+    models: [...config.models.values()].map((model) => ({
+      id: model.id,
+      input_usd_per_million: model.inputMicrosPerMillion / 1_000_000,
+      output_usd_per_million: model.outputMicrosPerMillion / 1_000_000,
+      context_window: model.contextWindow,
+      max_output_tokens: model.maxOutputTokens,
+      fallbacks: model.fallbacks,
+      deployments: model.deployments.map((deployment) => ({
+        id: deployment.id,
+        provider: deployment.provider,
+        upstream_model: deployment.upstreamModel,
+        weight: deployment.weight,
+      })),
+    })),
+    providers: [...config.providers.values()].map((provider) => ({
+      id: provider.id,
+      type: provider.type,
+      base_url: provider.baseUrl,
+      api_key: provider.apiKey === undefined ? 'unset' : 'set',
+    })),
+  };
+}

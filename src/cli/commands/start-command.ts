@@ -1,0 +1,37 @@
+import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { CliError } from '../cli-error.ts';
+
+const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
+
+/** `tollgate start`: runs the gateway as `npm start` does, in a child process that gets our signals. */
+export function registerStartCommand(program: Command): void {
+  program
+    .command('start')
+    .description('run the gateway (as npm start): configuration from the environment and TOLLGATE_CONFIG')
+    .option('--config <file>', 'the YAML configuration file (sets TOLLGATE_CONFIG)')
+    .option('--port <port>', 'the port to listen on (sets PORT)')
+    .option('--host <host>', 'the address to listen on (sets HOST)')
+    .action(async (options: { config?: string; port?: string; host?: string }) => {
+      const env: NodeJS.ProcessEnv = { MALLOC_ARENA_MAX: '2', ...process.env };
+      if (options.config !== undefined) env['TOLLGATE_CONFIG'] = options.config;
+      if (options.port !== undefined) env['PORT'] = options.port;
+      if (options.host !== undefined) env['HOST'] = options.host;
+      const child = spawn(process.execPath, ['--max-semi-space-size=4', MAIN], { env, stdio: 'inherit' });
+      const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
+      process.on('SIGINT', forward);
+      process.on('SIGTERM', forward);
+      const code = await new Promise<number>((resolve, reject) => {
+        child.once('error', (error) => reject(new CliError(`cannot start the gateway: ${error.message}`)));
+        child.once('exit', (exitCode, signal) =>
+          resolve(exitCode ?? (signal ? 128 + constants.signals[signal] : 1)),
+        );
+      });
+      process.off('SIGINT', forward);
+      process.off('SIGTERM', forward);
+      // The gateway printed its own reason; we only pass its exit code on.
+      if (code !== 0) throw new CliError('', code);
+    });
+}

@@ -7,15 +7,23 @@
 //   node scripts/test.ts <files> [flags]  just those files, each in its own process; flags go to `node --test`
 import { spawnSync } from 'node:child_process';
 import { globSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 const TIERS = ['--unit', '--integration', '--coverage'];
 const args = process.argv.slice(2);
 const tier = (flag: string): boolean => args.includes(flag);
 const passed = args.filter((arg) => !TIERS.includes(arg));
 
+// Every test file is a process, and many start gateway processes: V8's compile cache (shared through the
+// environment) saves each about a third of its start-up CPU (0.8 s -> 0.5 s to import the server here).
+const env = {
+  NODE_COMPILE_CACHE: fileURLToPath(new URL('../node_modules/.cache/node-compile-cache', import.meta.url)),
+  ...process.env,
+};
+
 /** Runs `node --test` with the given arguments; resolves to its exit status. */
 function nodeTest(testArgs: string[]): number {
-  const result = spawnSync(process.execPath, ['--test', ...testArgs], { stdio: 'inherit' });
+  const result = spawnSync(process.execPath, ['--test', ...testArgs], { stdio: 'inherit', env });
   return result.status ?? 1;
 }
 

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import type { DeploymentConfig, ModelConfig, ParamPolicy, RoutingConfig } from '../config/config.ts';
 import { DEFAULT_PARAM_POLICY } from '../config/defaults.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
+import { chatRequestOf } from '../gateway/testing.ts';
 import { type Provider, type ProviderCall, ProviderError } from '../providers/provider.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { Router } from './router.ts';
@@ -90,19 +91,12 @@ const ROUTING: RoutingConfig = {
   breakerCooldownMs: 30_000,
 };
 
-const chat = (modelId = 'm'): ChatRequest => ({
-  model: modelId,
-  messages: [{ role: 'user', content: 'hello' }],
-  stream: false,
-  includeUsage: false,
-  maxTokens: undefined,
-  temperature: 0.7,
-  topP: undefined,
-  stop: undefined,
-  tools: undefined,
-  toolChoice: undefined,
-  body: { model: modelId, messages: [{ role: 'user', content: 'hello' }] },
-});
+const chat = (modelId = 'm'): ChatRequest =>
+  chatRequestOf({
+    model: modelId,
+    messages: [{ role: 'user', content: 'hello' }],
+    body: { model: modelId, messages: [{ role: 'user', content: 'hello' }] },
+  });
 
 interface Setup {
   models: ModelConfig[];

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ChatMessage, ChatRequest } from '../../gateway/chat-types.ts';
+import { chatRequestOf } from '../../gateway/testing.ts';
 import { ProviderError } from '../provider.ts';
 import {
   anthropicPromptTokens,
@@ -11,20 +12,13 @@ import {
   STRUCTURED_TOOL,
 } from './convert-anthropic.ts';
 
-const request = (fields: Partial<ChatRequest> = {}): ChatRequest => ({
-  model: 'model-c',
-  messages: [{ role: 'user', content: 'hello' }],
-  stream: false,
-  includeUsage: false,
-  maxTokens: undefined,
-  temperature: undefined,
-  topP: undefined,
-  stop: undefined,
-  tools: undefined,
-  toolChoice: undefined,
-  body: {},
-  ...fields,
-});
+const request = (fields: Partial<ChatRequest> = {}): ChatRequest =>
+  chatRequestOf({
+    model: 'model-c',
+    messages: [{ role: 'user', content: 'hello' }],
+    temperature: undefined,
+    ...fields,
+  });
 
 const convert = (fields: Partial<ChatRequest> = {}, stream = false): Record<string, unknown> =>
   convertToAnthropicRequest(request(fields), 'claude-upstream', 1024, stream);

@@ -348,6 +348,16 @@ describe('MemoryLimiter: memory stays flat', () => {
     assert.equal(admit(limiter, 'k', RPM(3_000), end).allowed, true);
     assert.equal(admit(limiter, 'k', RPM(3_000), end).allowed, false);
   });
+
+  it('once a burst has aged out, a key still in use keeps only its live request times', () => {
+    const limiter = new MemoryLimiter();
+    const limits = RPM(100_000);
+    for (let i = 0; i < 5_000; i++) admit(limiter, 'k', limits, T0);
+    // One request a second keeps the key's queue from ever emptying.
+    for (let t = 1_000; t <= 2 * WINDOW_MS; t += 1_000) admit(limiter, 'k', limits, T0 + t);
+    const { storedTimes } = limiter.footprint();
+    assert.ok(storedTimes <= 1_024 + 2 * 60, `${storedTimes} request times stored for 60 live ones`);
+  });
 });
 
 describe('MemoryLimiter: lifecycle', () => {

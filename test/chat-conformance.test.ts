@@ -396,6 +396,49 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
     }
   });
 
+  it('a keep-alive connection whose stream ends during a shutdown is closed then, not when the client hangs up', async () => {
+    const own = await startTestServer({ backend: opened, yaml: { simulator: { chunk_interval_ms: 20 } } });
+    const registered = await own.register();
+    // Node's agent keeps an idle socket open for as long as the server does (72 s).
+    const agent = new Agent({ keepAlive: true });
+    const within = (ms: number) =>
+      new Promise((resolve) => setTimeout(resolve, ms, `still open after ${ms} ms`));
+    try {
+      const { port } = new URL(own.url);
+      const ended = new Promise<string>((resolve, reject) => {
+        const req = httpRequest(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/v1/chat/completions',
+            headers: { authorization: `Bearer ${registered.key}`, 'content-type': 'application/json' },
+            agent,
+          },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (piece: string) => {
+              text += piece;
+              if (!closing) closing = own.close().then(() => 'closed'); // the first chunk is out: shut down
+            });
+            res.on('end', () => resolve(text));
+            res.on('error', reject);
+          },
+        );
+        req.on('error', reject);
+        req.end(
+          JSON.stringify({ model: 'model-b', stream: true, messages: [{ role: 'user', content: 'x' }] }),
+        );
+      });
+      let closing: Promise<string> | undefined;
+      assert.match(await ended, /data: \[DONE\]\n\n$/, 'the stream in flight finished');
+      assert.equal(await Promise.race([closing!, within(5_000)]), 'closed', 'the shutdown ended with it');
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it('answers carry x-request-id, the overhead and cost headers, and /metrics counts the requests', async () => {
     const response = await server.call('POST', '/v1/chat/completions', {
       key,

@@ -157,15 +157,18 @@ describe('a gateway process killed mid-load', () => {
   });
 
   it('a payment event queued before a crash is delivered after the restart', async () => {
-    // The receiver is down while the order is paid: the event waits in the outbox.
+    // The receiver is down while the order is paid: the first attempt fails and the event waits in the outbox.
     const parked = await startReceiver();
     const port = parked.port;
     await parked.close();
     const gateway = await startGatewayProcess(env);
+    const db = createSqliteDb(join(dir, 'tollgate.db'));
     let checkout: any;
+    let accountId = '';
     try {
       const registered = await register(gateway.url, 'outbox@example.com');
       const key: string = registered.api_key.key;
+      accountId = registered.account.id;
       const endpoint = await fetch(`${gateway.url}/api/webhooks/endpoint`, {
         method: 'PUT',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -179,19 +182,37 @@ describe('a gateway process killed mid-load', () => {
         body: '{"outcome":"success"}',
       });
       assert.equal(paid.status, 200);
+      // The crash comes after the failed attempt is recorded: the event is pending, its retry ~10 s away.
+      const failed = await waitFor(() =>
+        db.get<{ n: number }>(
+          `SELECT COUNT(*) AS n FROM webhook_events WHERE account_id = $1 AND status = 'pending' AND attempts = 1`,
+          [accountId],
+        ),
+      );
+      assert.equal(Number(failed.n), 1);
     } finally {
       gateway.child.kill('SIGKILL');
       await gateway.exited;
     }
 
+    // The retry delay (10 s ± 20%, not configurable per process) passes while the gateway is down: the test moves
+    // the event's due time to now instead of sleeping through it.
+    await db.run(
+      `UPDATE webhook_events SET next_attempt_at = $1 WHERE account_id = $2 AND status = 'pending'`,
+      [Date.now(), accountId],
+    );
+    const queued = await db.get<{ id: string }>('SELECT id FROM webhook_events WHERE account_id = $1', [
+      accountId,
+    ]);
+    await db.close();
     const receiver = await startReceiver(port);
     const restarted = await startGatewayProcess(env);
     try {
-      // The first attempt failed while the receiver was down; the retry (10 s ± 20%) reaches it after the restart.
-      const [delivery] = await receiver.waitFor(1, 20_000);
+      const [delivery] = await receiver.waitFor(1, 10_000);
       const event = JSON.parse(delivery!.body);
       assert.equal(event.event_type, 'payment.success');
       assert.equal(event.order_id, checkout.order_id);
+      assert.equal(delivery!.headers['x-service-event-id'], queued?.id, 'the event queued before the crash');
     } finally {
       restarted.child.kill('SIGTERM');
       await restarted.exited;
@@ -199,3 +220,13 @@ describe('a gateway process killed mid-load', () => {
     }
   });
 });
+
+/** Polls `read` every 20 ms until it gives a row with a non-zero `n` (within 10 s); resolves to that row. */
+async function waitFor(read: () => Promise<{ n: number } | undefined>): Promise<{ n: number }> {
+  for (const started = Date.now(); Date.now() - started < 10_000;) {
+    const row = await read();
+    if (row && Number(row.n) > 0) return row;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error('condition not met in 10 s');
+}

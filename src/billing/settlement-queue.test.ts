@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it, mock } from 'node:test';
 import { pino } from 'pino';
 import { migrate } from '../store/migrate.ts';
 import { newAccountRecord, type Settlement } from '../store/records.ts';
@@ -59,6 +59,8 @@ describe('the settlement queue', () => {
 
   it('gathers settlements that finish within its window into one transaction', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-window-'));
+    // The window is the test's to advance: a loaded machine cannot make it end early or late.
+    mock.timers.enable({ apis: ['setTimeout'] });
     try {
       const now = Date.now();
       const store = createStore(openDb(`sqlite:${join(dir, 'w.db')}`));
@@ -71,14 +73,19 @@ describe('the settlement queue', () => {
         queue.add(settlementOf(`w${i}`, 'acct_w', 0, now));
         await new Promise((resolve) => setImmediate(resolve));
       }
+      mock.timers.tick(49);
+      await new Promise((resolve) => setImmediate(resolve));
       assert.deepEqual(batches, [], 'nothing commits before the window ends');
       assert.equal(queue.pending, 5);
-      await new Promise((resolve) => setTimeout(resolve, 120));
-      assert.deepEqual(batches, [5], 'one transaction for the five');
+      mock.timers.tick(1);
+      for (let i = 0; i < 100 && batches.length === 0; i++)
+        await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(batches, [5], 'one transaction for the five, when the window ends');
       assert.equal(await store.usage.recordCount('acct_w'), 5);
       await queue.close();
       await store.close();
     } finally {
+      mock.timers.reset();
       rmSync(dir, { recursive: true, force: true });
     }
   });

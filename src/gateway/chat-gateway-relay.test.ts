@@ -15,6 +15,7 @@ import type { HoldBook } from '../billing/hold-book.ts';
 import type { ChatChunk, ChatRequest } from './chat-types.ts';
 import { type Admitted, ChatGateway } from './chat-gateway.ts';
 import { countTextTokens } from './count-tokens.ts';
+import { chatRequestOf } from './testing.ts';
 import { chatCompletionsSink } from '../http/sse-sink.ts';
 import type { TextSink } from './stream-sink.ts';
 
@@ -158,19 +159,7 @@ function setup(
     limitsOf: () => ({ requestsPerMinute: null, tokensPerMinute: null, dailyTokens: null }),
     billingStanding: () => ({ ok: true }) as never,
   });
-  const request: ChatRequest = {
-    model: 'model-b',
-    messages: [{ role: 'user', content: 'hi' }],
-    stream: true,
-    includeUsage: options.includeUsage ?? false,
-    maxTokens: undefined,
-    temperature: 0.7,
-    topP: undefined,
-    stop: undefined,
-    tools: undefined,
-    toolChoice: undefined,
-    body: {},
-  };
+  const request = chatRequestOf({ stream: true, includeUsage: options.includeUsage ?? false });
   const account: AccountRecord = newAccountRecord('acct_1', 'a@example.com', 'x', 0);
   const admitted: Admitted = {
     ctx: { requestId: 'req_1', key: { id: 'key_1' } as ApiKeyRecord, account, arrivedAt },

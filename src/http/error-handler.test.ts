@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
 import { GatewayError } from '../shared/gateway-error.ts';
-import { errorHeaders, installErrorHandling, RouteTable, toGatewayError } from './error-handler.ts';
+import { StoreUnavailableError } from '../store/db.ts';
+import { errorHeaders, installErrorHandling, isLogged, RouteTable, toGatewayError } from './error-handler.ts';
 
 describe('toGatewayError (anything thrown → the spec error)', () => {
   it('passes a GatewayError through unchanged', () => {
@@ -61,6 +62,19 @@ describe('toGatewayError (anything thrown → the spec error)', () => {
     assert.equal(toGatewayError(Object.assign(new Error('x'), { statusCode: 499 })).status, 499);
   });
 
+  it('an unreachable database is 503 service_unavailable with a 2 s Retry-After, its detail kept out', () => {
+    const down = new StoreUnavailableError(new Error('connect ECONNREFUSED 10.0.0.5:5432'));
+    const mapped = toGatewayError(down);
+    assert.equal(mapped.status, 503);
+    assert.equal(mapped.code, 'service_unavailable');
+    assert.equal(mapped.type, 'api_error');
+    assert.equal(mapped.retryAfterMs, 2000);
+    assert.equal(mapped.cause, down);
+    assert.match(mapped.message, /temporarily unavailable/);
+    assert.doesNotMatch(mapped.message, /10\.0\.0\.5|ECONNREFUSED/);
+    assert.equal(errorHeaders(mapped)['retry-after'], '2');
+  });
+
   it('everything else is 500 internal_error, without the internal message', () => {
     for (const thrown of [
       new Error('secret detail'),
@@ -113,6 +127,17 @@ describe('errorHeaders', () => {
   it('has only the error own headers without a delay', () => {
     assert.deepEqual(errorHeaders(new GatewayError('forbidden', 'x', { headers: { a: 'b' } })), { a: 'b' });
     assert.deepEqual(errorHeaders(new GatewayError('forbidden', 'x')), {});
+  });
+});
+
+describe('isLogged', () => {
+  it('logs server errors but not 503s (their cause is logged once per outage) nor client errors', () => {
+    assert.equal(isLogged(new GatewayError('internal_error', 'x')), true);
+    assert.equal(isLogged(new GatewayError('provider_error', 'x')), true);
+    assert.equal(isLogged(new GatewayError('service_unavailable', 'x')), false);
+    assert.equal(isLogged(new GatewayError('rate_limit_exceeded', 'x')), false);
+    assert.equal(isLogged(new GatewayError('invalid_request', 'x', { status: 499 })), false);
+    assert.equal(isLogged(new GatewayError('invalid_request', 'x', { status: 500 })), true);
   });
 });
 

@@ -206,6 +206,19 @@ describe('MemoryLimiter: tokens per UTC day', () => {
     assert.equal(await limiter.dailyTokens('k', T0 + 10), 0, 'never below zero');
   });
 
+  it('raiseDaily makes the day’s count at least the ledger’s, and never lowers it', async () => {
+    const limiter = new MemoryLimiter();
+    limiter.raiseDaily('new', 50, T0);
+    assert.equal(await limiter.dailyTokens('new', T0), 50, 'a key this process did not know yet');
+    limiter.seedDaily('k', 300, T0);
+    limiter.raiseDaily('k', 200, T0);
+    assert.equal(await limiter.dailyTokens('k', T0), 300, 'a lower count from the ledger changes nothing');
+    limiter.raiseDaily('k', 800, T0);
+    assert.equal(await limiter.dailyTokens('k', T0), 800);
+    assert.equal(admit(limiter, 'k', DAILY(1000), T0 + 1, 201).allowed, false);
+    assert.equal(admit(limiter, 'k', DAILY(1000), T0 + 1, 200).allowed, true);
+  });
+
   it('seedDaily adds what the store recorded before this process knew the key', async () => {
     const limiter = new MemoryLimiter();
     limiter.seedDaily('k', 900, T0);
@@ -245,6 +258,26 @@ describe('MemoryLimiter: exact edges', () => {
     assert.equal(admit(limiter, 'k', RPM(2), T0 + WINDOW_MS + 1).allowed, false);
   });
 
+  it('the window slides between idle sweeps too', () => {
+    const limiter = new MemoryLimiter();
+    admit(limiter, 'k', RPM(2), T0); // sweeps now, and next at T0 + 60 s
+    admit(limiter, 'k', RPM(2), T0 + 30_000);
+    assert.equal(admit(limiter, 'k', RPM(2), T0 + WINDOW_MS).allowed, true); // sweeps; the next is at T0 + 120 s
+    // At T0 + 90 s, no sweep is due, yet the request of T0 + 30 s has aged out.
+    assert.equal(admit(limiter, 'k', RPM(2), T0 + 90_000).allowed, true);
+    assert.equal(admit(limiter, 'k', RPM(2), T0 + 90_001).allowed, false);
+  });
+
+  it('releasing a request admitted without a requests limit gives back no other request’s slot', () => {
+    const limiter = new MemoryLimiter();
+    const both: LimitSet = { requestsPerMinute: 1, tokensPerMinute: 1000, dailyTokens: null };
+    assert.equal(admit(limiter, 'k', both, T0, 10, 'a').allowed, true);
+    // The plan changed: the next request, at the same millisecond, has a token limit only.
+    assert.equal(admit(limiter, 'k', TPM(1000), T0, 10, 'b').allowed, true);
+    limiter.releaseNow('k', 'b', 10, T0);
+    assert.equal(admit(limiter, 'k', both, T0 + 1, 10, 'c').allowed, false, "'a' still holds the one slot");
+  });
+
   it('a request of exactly the token limit waits for every reservation to age out, not a whole window', () => {
     const limiter = new MemoryLimiter();
     admit(limiter, 'k', TPM(100), T0, 40);
@@ -260,6 +293,70 @@ describe('MemoryLimiter: exact edges', () => {
     admit(limiter, 'k', TPM(1000), T0 + 2000, 100, 'c');
     // 600 more fit exactly once 'a' has aged out (400 + 600 = 1000).
     assert.equal(admit(limiter, 'k', TPM(1000), T0 + 3000, 600).retryAfterMs, WINDOW_MS - 3000);
+  });
+});
+
+describe('MemoryLimiter: memory stays flat', () => {
+  it('an idle key is forgotten at the first sweep after its window empties; a sweep runs once a window', () => {
+    const limiter = new MemoryLimiter();
+    admit(limiter, 'a', RPM(5), T0); // sweeps now, and next at T0 + 60 s
+    admit(limiter, 'b', RPM(5), T0 + 30_000);
+    assert.equal(limiter.footprint().subjects, 2);
+    // At T0 + 60 s the sweep runs: 'a' has aged out and is forgotten; 'b' has not.
+    admit(limiter, 'c', RPM(5), T0 + WINDOW_MS);
+    assert.equal(limiter.footprint().subjects, 2, "'b' and 'c'");
+    // 'b' is idle from T0 + 90 s, but the sweep walks every key, so it waits for the next one (T0 + 120 s).
+    admit(limiter, 'c', RPM(5), T0 + 90_001);
+    assert.equal(limiter.footprint().subjects, 2, 'no sweep before a window has passed');
+    admit(limiter, 'c', RPM(5), T0 + 2 * WINDOW_MS);
+    assert.equal(limiter.footprint().subjects, 1, "only 'c' is left");
+  });
+
+  it('a key holding only token reservations survives a sweep just after UTC midnight', () => {
+    const limiter = new MemoryLimiter();
+    const midnight = Date.parse('2026-11-04T00:00:00Z');
+    admit(limiter, 'other', RPM(5), midnight - 60_000); // sweeps now, and next at midnight
+    assert.equal(admit(limiter, 'k', TPM(100), midnight - 30_000, 100).allowed, true);
+    // The sweep at midnight finds a new day (the key's day count is 0) and 'k' without requests, but its 100
+    // tokens are in the window until 00:00:30.
+    admit(limiter, 'other', RPM(5), midnight);
+    assert.equal(limiter.footprint().subjects, 2);
+    const refused = admit(limiter, 'k', TPM(100), midnight + 1, 1);
+    assert.equal(refused.allowed, false);
+    assert.equal(refused.retryAfterMs, 30_000 - 1);
+  });
+
+  it('an idle key keeps no request times in memory', () => {
+    const limiter = new MemoryLimiter();
+    // Its day count keeps the key itself tracked; its queue must still empty.
+    for (let i = 0; i < 3; i++) admit(limiter, 'k', RPM(5), T0 + i, 5);
+    admit(limiter, 'k', RPM(5), T0 + WINDOW_MS + 2, 5);
+    assert.deepEqual(limiter.footprint(), { subjects: 1, storedTimes: 1 });
+  });
+
+  it('under a steady stream, expired request times are compacted away', () => {
+    const limiter = new MemoryLimiter();
+    const limits = RPM(100_000);
+    // One request every 20 ms for four windows: 3,000 in any window, 12,000 in all.
+    for (let t = 0; t < 4 * WINDOW_MS; t += 20)
+      assert.equal(admit(limiter, 'k', limits, T0 + t).allowed, true);
+    const { storedTimes } = limiter.footprint();
+    // At most as many expired times as live ones are kept, plus the compaction threshold.
+    assert.ok(storedTimes <= 2 * 3_000 + 1_025, `${storedTimes} request times stored`);
+    // The window (T0 + 3 min, T0 + 4 min] holds 2,999 of them: one more fits under 3,000.
+    const end = T0 + 4 * WINDOW_MS;
+    assert.equal(admit(limiter, 'k', RPM(3_000), end).allowed, true);
+    assert.equal(admit(limiter, 'k', RPM(3_000), end).allowed, false);
+  });
+
+  it('once a burst has aged out, a key still in use keeps only its live request times', () => {
+    const limiter = new MemoryLimiter();
+    const limits = RPM(100_000);
+    for (let i = 0; i < 5_000; i++) admit(limiter, 'k', limits, T0);
+    // One request a second keeps the key's queue from ever emptying.
+    for (let t = 1_000; t <= 2 * WINDOW_MS; t += 1_000) admit(limiter, 'k', limits, T0 + t);
+    const { storedTimes } = limiter.footprint();
+    assert.ok(storedTimes <= 1_024 + 2 * 60, `${storedTimes} request times stored for 60 live ones`);
   });
 });
 

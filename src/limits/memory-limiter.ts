@@ -32,6 +32,11 @@ class TimeQueue {
     return this.#times[this.#head + index];
   }
 
+  /** Times held in memory, expired ones not yet compacted away included. */
+  get stored(): number {
+    return this.#times.length;
+  }
+
   push(time: number): void {
     this.#times.push(time);
   }
@@ -189,6 +194,13 @@ export class MemoryLimiter implements Limiter {
   raiseDaily(id: string, tokens: number, now: number): void {
     const subject = this.#subject(id, now);
     subject.dayTokens = Math.max(subject.dayTokens, tokens);
+  }
+
+  /** What this limiter holds in memory: keys tracked, and request times stored (expired ones awaiting compaction included). */
+  footprint(): { subjects: number; storedTimes: number } {
+    let storedTimes = 0;
+    for (const subject of this.#subjects.values()) storedTimes += subject.requests.stored;
+    return { subjects: this.#subjects.size, storedTimes };
   }
 
   healthy(): boolean {

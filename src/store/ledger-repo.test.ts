@@ -146,6 +146,17 @@ describe('LedgerRepo: holds', () => {
     assert.equal(await ledger.hold('r5', 'nobody', 1, NOW, NOW + 1000), false);
   });
 
+  it("a key's spending limit caps its holds, below what the account has available", async () => {
+    const { ledger, grant, account } = await ledger_();
+    await grant('g', 1000, NOW + DAY);
+    const key = { keyId: 'key_a', limitMicros: 500, fromDay: utcDay(NOW) };
+    assert.equal(await ledger.hold('k1', 'acct_a', 300, NOW, NOW + 1000, key), true);
+    assert.equal(await ledger.hold('k2', 'acct_a', 201, NOW, NOW + 1000, key), false, 'over the key limit');
+    assert.equal((await account()).held, 300, 'a refused hold takes nothing');
+    assert.equal(await ledger.hold('k3', 'acct_a', 200, NOW, NOW + 1000, key), true, 'exactly the limit');
+    assert.equal(await ledger.hold('k4', 'acct_a', 400, NOW, NOW + 1000), true, 'another key has the rest');
+  });
+
   it('expired credit does not count; a credit limit does', async () => {
     const { store, ledger, grant } = await ledger_();
     await grant('g', 1000, NOW);

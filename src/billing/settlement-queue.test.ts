@@ -64,7 +64,16 @@ describe('the settlement queue', () => {
       const store = createStore(openDb(`sqlite:${join(dir, 'w.db')}`));
       await migrate(store.db);
       await store.accounts.insert(newAccountRecord('acct_w', 'w@example.com', 'x', now));
-      const queue = new SettlementQueue(store.ledger, silent, { holdRows: false, windowMs: 50 });
+      // The window's timer is the test's: it ends when the test says, however slow the machine's loop turns.
+      const windows: { commit: () => void; windowMs: number }[] = [];
+      const queue = new SettlementQueue(store.ledger, silent, {
+        holdRows: false,
+        windowMs: 50,
+        startWindow: (commit, windowMs) => {
+          windows.push({ commit, windowMs });
+          return setTimeout(() => undefined, 0);
+        },
+      });
       const batches: number[] = [];
       queue.onSettled = (batch) => batches.push(batch.length);
       for (let i = 0; i < 5; i++) {
@@ -73,7 +82,13 @@ describe('the settlement queue', () => {
       }
       assert.deepEqual(batches, [], 'nothing commits before the window ends');
       assert.equal(queue.pending, 5);
-      await new Promise((resolve) => setTimeout(resolve, 120));
+      assert.deepEqual(
+        windows.map((w) => w.windowMs),
+        [50],
+        'the first settlement opens one window of the configured length; the others join it',
+      );
+      windows[0]!.commit();
+      await queue.flush();
       assert.deepEqual(batches, [5], 'one transaction for the five');
       assert.equal(await store.usage.recordCount('acct_w'), 5);
       await queue.close();

@@ -18,6 +18,8 @@ export interface SettlementQueueOptions {
   windowMs?: number;
   /** The wait before a failed batch is tried again. */
   retryMs?: number;
+  /** Starts the gathering window's timer (tests pass their own to end the window when they choose). */
+  startWindow?: (commit: () => void, windowMs: number) => NodeJS.Timeout;
 }
 
 /**
@@ -39,6 +41,7 @@ export class SettlementQueue {
   readonly #holdRows: boolean;
   readonly #windowMs: number;
   readonly #retryMs: number;
+  readonly #startWindow: (commit: () => void, windowMs: number) => NodeJS.Timeout;
   /** Since when batches fail (their settlements wait in memory and are retried), or undefined. */
   #failingSince: number | undefined;
   /** Called after each committed batch (the hold book releases the batch's holds), with what it charged. */
@@ -51,6 +54,7 @@ export class SettlementQueue {
     this.#holdRows = options.holdRows ?? true;
     this.#windowMs = options.windowMs ?? SETTLEMENT_WINDOW_MS;
     this.#retryMs = options.retryMs ?? RETRY_MS;
+    this.#startWindow = options.startWindow ?? ((commit, windowMs) => setTimeout(commit, windowMs));
   }
 
   get pending(): number {
@@ -61,7 +65,7 @@ export class SettlementQueue {
     this.#pending.push(settlement);
     if (this.#running || this.#retryTimer) return;
     if (this.#pending.length >= MAX_BATCH) void this.#commitNow();
-    else this.#gatherTimer ??= setTimeout(() => void this.#commitNow(), this.#windowMs);
+    else this.#gatherTimer ??= this.#startWindow(() => void this.#commitNow(), this.#windowMs);
   }
 
   /** Resolves once everything queued before the call is committed (or is being retried). */

@@ -30,6 +30,9 @@ function createRequestIds(): () => string {
   return () => `${prefix}${(counter++).toString(36)}`;
 }
 
+/** While stopping, how often connections that finished their answer are closed. */
+const IDLE_SWEEP_MS = 50;
+
 /** Builds the HTTP application over the services: wiring only, no listening. */
 export function createApp(services: Services): FastifyInstance {
   // Typed as Fastify's logger so the instance keeps Fastify's default generics.
@@ -76,6 +79,13 @@ export function createApp(services: Services): FastifyInstance {
   app.addHook('preClose', async () => {
     closing = true;
     for (const socket of silent) socket.destroy();
+    // A connection whose answer was in flight at the stop becomes an idle keep-alive connection once the
+    // answer is out, and Node closes idle connections only once, when the stop begins: the rest would hold
+    // the stop open for the keep-alive timeout (72 s, past `main`'s forced exit). Close them as they go idle.
+    const { server } = app;
+    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+    sweep.unref();
+    server.once('close', () => clearInterval(sweep));
   });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -35,6 +35,9 @@ function createRequestIds(): () => string {
   return () => `${prefix}${(counter++).toString(36)}`;
 }
 
+/** While stopping, how often connections that finished their answer are closed. */
+const IDLE_SWEEP_MS = 50;
+
 /** Builds the HTTP application over the services: wiring only, no listening. */
 export function createApp(services: Services): FastifyInstance {
   // Typed as Fastify's logger so the instance keeps Fastify's default generics.
@@ -85,16 +88,17 @@ export function createApp(services: Services): FastifyInstance {
       for (const method of [route.method].flat()) operatorRouteList.push({ method, url: route.url });
   });
   for (const path of FRONT_DOOR_PATHS) routes.add(path, 'POST');
-  let drain: NodeJS.Timeout | undefined;
   app.addHook('preClose', async () => {
     closing = true;
     for (const socket of silent) socket.destroy();
-    // Node closes the connections idle when the close starts; one whose last response ends during the drain
-    // would otherwise stay open in keep-alive until the client hangs up (undici: 4 s; a proxy: far longer).
-    drain = setInterval(() => app.server.closeIdleConnections(), 100);
-    drain.unref();
+    // A connection whose answer was in flight at the stop becomes an idle keep-alive connection once the
+    // answer is out, and Node closes idle connections only once, when the stop begins: the rest would hold
+    // the stop open for the keep-alive timeout (72 s, past `main`'s forced exit). Close them as they go idle.
+    const { server } = app;
+    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+    sweep.unref();
+    server.once('close', () => clearInterval(sweep));
   });
-  app.addHook('onClose', async () => clearInterval(drain));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

@@ -4,9 +4,11 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { costMicros } from '../src/billing/pricing.ts';
 import type { RedisHoldBook } from '../src/billing/redis-hold-book.ts';
+import { settlementOf } from '../src/billing/testing.ts';
 import { countPromptTokens } from '../src/gateway/count-tokens.ts';
 import { connectRedis } from '../src/shared/connect-redis.ts';
 import { GatewayError } from '../src/shared/gateway-error.ts';
+import { microsToUsd } from '../src/shared/money.ts';
 import { createStore, type Store } from '../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';
@@ -178,6 +180,36 @@ describe('credit holds in Redis, two instances on one PostgreSQL', { skip: skip 
       [created.body.id],
     );
     assert.equal(Number(row?.s), EACH * 20);
+  });
+
+  it('GET /api/account counts the Redis holds of every instance in held_usd and available_usd', async () => {
+    const { accountId, key } = await enterprise();
+    await opened.db.run(
+      'UPDATE credit_grants SET amount_micros = $2, remaining_micros = $2 WHERE account_id = $1',
+      [accountId, EACH * 10],
+    );
+    const now = Date.now();
+    // Requests in flight on each instance: one hold taken through a's book, two through b's.
+    assert.equal(await books[0]!.hold('req_view_a', accountId, EACH, now, now + 3_600_000), true);
+    assert.equal(await books[1]!.hold('req_view_b1', accountId, EACH, now, now + 3_600_000), true);
+    assert.equal(await books[1]!.hold('req_view_b2', accountId, EACH, now, now + 3_600_000), true);
+    for (const server of [a, b]) {
+      const account = await server.call('GET', '/api/account', { key });
+      assert.equal(account.status, 200);
+      assert.equal(account.body.held_usd, microsToUsd(EACH * 3), 'every instance shows all three holds');
+      assert.equal(account.body.available_usd, microsToUsd(EACH * 7));
+      assert.equal(account.body.balance_usd, microsToUsd(EACH * 10), 'a hold is not a charge');
+    }
+    // Settled (charged nothing here): the holds are gone and so is what the account shows held.
+    books[0]!.committed([settlementOf('req_view_a', accountId, 0, now)], new Map());
+    books[1]!.committed(
+      [settlementOf('req_view_b1', accountId, 0, now), settlementOf('req_view_b2', accountId, 0, now)],
+      new Map(),
+    );
+    const started = Date.now();
+    while ((await redisHeld(accountId)).holds > 0 && Date.now() - started < 5_000)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal((await a.call('GET', '/api/account', { key })).body.held_usd, 0);
   });
 
   it('a dead instance’s holds are released by a survivor, and its finished requests are charged once', async () => {

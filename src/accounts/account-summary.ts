@@ -22,7 +22,7 @@ export interface AccountSummary {
 
 /**
  * Reads the summary of an account at `now` (`cached` is the authenticated copy, used only if the row is
- * gone); the balance counts the holds only this process knows of.
+ * gone); the balance counts the hold book's holds of requests in flight too (in this process, or in Redis).
  */
 export async function readAccountSummary(
   parts: { store: Store; holds: HoldBook; config: Config },
@@ -31,13 +31,13 @@ export async function readAccountSummary(
 ): Promise<AccountSummary> {
   const { store, holds, config } = parts;
   const account = (await store.accounts.byId(cached.id)) ?? cached;
-  const [stored, grants, dailyTokensUsed] = await Promise.all([
+  const [stored, grants, dailyTokensUsed, inFlight] = await Promise.all([
     store.ledger.balance(account.id, now),
     store.ledger.liveGrants(account.id, now),
     store.usage.dayTokens(account.id, utcDay(now)),
+    // Holds of requests in flight outside the database's hold rows (in this process, or in Redis).
+    holds.heldMicros(account.id),
   ]);
-  // Holds of requests in flight that only this process knows of (the embedded store keeps them in memory).
-  const inFlight = holds.heldMicros(account.id);
   const balance = {
     ...stored,
     heldMicros: stored.heldMicros + inFlight,

@@ -24,8 +24,8 @@ export interface HoldBook {
   ): Promise<boolean>;
   /** The settlements of these requests have committed (at `now`, clock time): their holds are gone. */
   settled(requestIds: readonly string[], now: number): void;
-  /** What this book holds for the account beyond what the database shows. */
-  heldMicros(accountId: string): number;
+  /** What this book holds for the account beyond the database's hold rows (requests in flight). */
+  heldMicros(accountId: string): Promise<number>;
   /** What this book holds for the key beyond the database's hold rows (per-key controls). */
   keyHeldMicros?(keyId: string): number;
   /** A batch committed, with what it charged per account (holds in Redis apply it to their balances). */
@@ -71,8 +71,8 @@ class DatabaseHoldBook implements HoldBook {
   settled(): void {
     // The settlement's own transaction deleted the hold row.
   }
-  heldMicros(): number {
-    return 0;
+  heldMicros(): Promise<number> {
+    return Promise.resolve(0); // the hold rows are the database's, counted by its balance
   }
 }
 
@@ -126,7 +126,7 @@ class ProcessHoldBook implements HoldBook {
   ): Promise<boolean> {
     const credit = this.#available(accountId, now);
     if (credit === undefined) return false;
-    const held = this.heldMicros(accountId);
+    const held = this.#heldOf(accountId);
     const available = credit - held;
     if (available < amountMicros || available <= 0) return false;
     if (key && !this.#keyHasRoom(key, amountMicros)) return false;
@@ -199,7 +199,11 @@ class ProcessHoldBook implements HoldBook {
     }
   }
 
-  heldMicros(accountId: string): number {
+  heldMicros(accountId: string): Promise<number> {
+    return Promise.resolve(this.#heldOf(accountId));
+  }
+
+  #heldOf(accountId: string): number {
     return this.#byAccount.get(accountId) ?? 0;
   }
 }

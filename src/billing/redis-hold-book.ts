@@ -258,8 +258,9 @@ export class RedisHoldBook implements HoldBook {
     }
   }
 
-  heldMicros(): number {
-    return 0;
+  /** What the live holds of every instance reserve for the account (the `held` sum the hold script keeps). */
+  async heldMicros(accountId: string): Promise<number> {
+    return Number((await this.#redis.hget(this.#keys(accountId)[0]!, 'held')) ?? 0);
   }
 
   keyHeldMicros(keyId: string): number {

@@ -119,7 +119,7 @@ export async function recordOf(c: Catalog, requestId: string): Promise<any> {
 /** Asserts the account holds no credit for a request any more (every hold was released). */
 export async function assertNoHold(c: Catalog): Promise<void> {
   await c.server.services.settlements.flush();
-  assert.equal(c.server.services.holds.heldMicros(c.accountId), 0, 'no credit is still held');
+  assert.equal(await c.server.services.holds.heldMicros(c.accountId), 0, 'no credit is still held');
   const balance = await c.server.services.store.ledger.balance(c.accountId, Date.now());
   assert.equal(balance.heldMicros, 0, 'the ledger holds nothing');
 }

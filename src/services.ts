@@ -5,7 +5,7 @@ import { SignupGuard } from './accounts/signup-guard.ts';
 import { createLogMailer, createSmtpMailer, type Mailer } from './accounts/mailer.ts';
 import type { Config } from './config/config.ts';
 import { createHoldBook, type HoldBook } from './billing/hold-book.ts';
-import { SettlementQueue } from './billing/settlement-queue.ts';
+import { SettlementQueue, settlementBatchSize } from './billing/settlement-queue.ts';
 import { defaultSpoolPath } from './billing/spool-path.ts';
 import { billingStanding } from './billing/standing.ts';
 import { ChatGateway } from './gateway/chat-gateway.ts';
@@ -150,6 +150,7 @@ export function createServices(options: ServicesOptions): Services {
   const settlements = new SettlementQueue(store.ledger, logger, {
     spoolPath: options.spoolPath ?? defaultSpoolPath(config.databaseUrl),
     holdRows: holds.rowsInStore,
+    maxBatch: settlementBatchSize(store.db.capabilities),
   });
   settlements.onSettled = (batch, charged) => {
     holds.settled(

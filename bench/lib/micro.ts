@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { settlementBatchSize } from '../../src/billing/settlement-queue.ts';
 import { MemoryLimiter } from '../../src/limits/memory-limiter.ts';
 import { RedisLimiter } from '../../src/limits/redis-limiter.ts';
 import type { Db } from '../../src/store/db.ts';
@@ -11,7 +12,6 @@ import type { Settlement } from '../../src/store/records.ts';
 import { createStore, openDb } from '../../src/store/store.ts';
 
 const SETTLEMENTS = 20_000;
-const BATCH = 256;
 
 export interface MicroResult {
   name: string;
@@ -62,16 +62,18 @@ export async function settleRate(db: Db, label: string): Promise<MicroResult[]> 
     ttftMs: null,
     createdAt: now,
   }));
+  // The batches the settlement queue makes on this store.
+  const batch = settlementBatchSize(db.capabilities);
   const started = performance.now();
-  for (let i = 0; i < settlements.length; i += BATCH)
-    await store.ledger.settle(settlements.slice(i, i + BATCH));
+  for (let i = 0; i < settlements.length; i += batch)
+    await store.ledger.settle(settlements.slice(i, i + batch));
   const seconds = (performance.now() - started) / 1000;
   return [
     {
       name: `settlements, ${label}`,
       perSecond: SETTLEMENTS / seconds,
       microsEach: (seconds * 1e6) / SETTLEMENTS,
-      note: `${SETTLEMENTS} in batches of ${BATCH} (first ${HOLDS} release a hold)`,
+      note: `${SETTLEMENTS} in batches of ${batch} (first ${HOLDS} release a hold)`,
     },
     {
       name: `credit holds, ${label}`,

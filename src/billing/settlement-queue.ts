@@ -1,10 +1,17 @@
 import { appendFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { LedgerRepo, SettledAccounts } from '../store/ledger-repo.ts';
-import { StoreUnavailableError } from '../store/db.ts';
+import { type DbCapabilities, StoreUnavailableError } from '../store/db.ts';
 import type { Settlement } from '../store/records.ts';
 
-const MAX_BATCH = 256;
+/**
+ * The most settlements one commit takes. PostgreSQL settles a batch in a fixed number of set-based statements,
+ * so a larger batch costs little more than a small one (measured: 20,000/s in batches of 256, 31,000/s in
+ * batches of 1,024); SQLite settles row by row on the event loop, where 256 rows already hold it ~5 ms.
+ */
+export function settlementBatchSize(capabilities: DbCapabilities): number {
+  return capabilities.setBasedSettlement ? 1024 : 256;
+}
 const RETRY_MS = 500;
 /** How long a batch gathers before it commits, unless it fills first. */
 export const SETTLEMENT_WINDOW_MS = 10;
@@ -18,6 +25,8 @@ export interface SettlementQueueOptions {
   windowMs?: number;
   /** The wait before a failed batch is tried again. */
   retryMs?: number;
+  /** The most settlements one commit takes (`settlementBatchSize` of the store); 256 when unset. */
+  maxBatch?: number;
 }
 
 /**
@@ -39,6 +48,7 @@ export class SettlementQueue {
   readonly #holdRows: boolean;
   readonly #windowMs: number;
   readonly #retryMs: number;
+  readonly #maxBatch: number;
   /** Since when batches fail (their settlements wait in memory and are retried), or undefined. */
   #failingSince: number | undefined;
   /** Called after each committed batch (the hold book releases the batch's holds), with what it charged. */
@@ -51,6 +61,7 @@ export class SettlementQueue {
     this.#holdRows = options.holdRows ?? true;
     this.#windowMs = options.windowMs ?? SETTLEMENT_WINDOW_MS;
     this.#retryMs = options.retryMs ?? RETRY_MS;
+    this.#maxBatch = options.maxBatch ?? 256;
   }
 
   get pending(): number {
@@ -60,7 +71,7 @@ export class SettlementQueue {
   add(settlement: Settlement): void {
     this.#pending.push(settlement);
     if (this.#running || this.#retryTimer) return;
-    if (this.#pending.length >= MAX_BATCH) void this.#commitNow();
+    if (this.#pending.length >= this.#maxBatch) void this.#commitNow();
     else this.#gatherTimer ??= setTimeout(() => void this.#commitNow(), this.#windowMs);
   }
 
@@ -116,7 +127,7 @@ export class SettlementQueue {
     await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       while (this.#pending.length > 0) {
-        const batch = this.#pending.slice(0, MAX_BATCH);
+        const batch = this.#pending.slice(0, this.#maxBatch);
         let charged: SettledAccounts;
         try {
           charged = await this.#ledger.settle(batch, { holdRows: this.#holdRows });

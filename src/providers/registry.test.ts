@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { chatRequestOf } from '../gateway/testing.ts';
 import { createProvider } from './create-provider.ts';
 import { PROVIDER_TYPES, PROVIDERS, providerPlugin } from './registry.ts';
 
@@ -51,19 +52,7 @@ describe('provider registry', () => {
     );
     assert.equal(simulator.id, 'local');
     const answer = await simulator.complete({
-      request: {
-        model: 'model-b',
-        messages: [{ role: 'user', content: 'hello' }],
-        stream: false,
-        includeUsage: false,
-        maxTokens: 5,
-        temperature: 0.7,
-        topP: undefined,
-        stop: undefined,
-        tools: undefined,
-        toolChoice: undefined,
-        body: {},
-      },
+      request: chatRequestOf({ messages: [{ role: 'user', content: 'hello' }], maxTokens: 5 }),
       upstreamModel: 'model-b',
       signal: new AbortController().signal,
       defaultMaxTokens: 5,

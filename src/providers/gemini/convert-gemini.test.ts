@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ChatRequest } from '../../gateway/chat-types.ts';
+import { chatRequestOf } from '../../gateway/testing.ts';
 import {
   convertGeminiResponse,
   convertToGeminiRequest,
@@ -8,19 +9,7 @@ import {
   mapGeminiFinishReason,
 } from './convert-gemini.ts';
 
-const base: ChatRequest = {
-  model: 'model-a',
-  messages: [],
-  stream: false,
-  includeUsage: false,
-  maxTokens: undefined,
-  temperature: 0.7,
-  topP: undefined,
-  stop: undefined,
-  tools: undefined,
-  toolChoice: undefined,
-  body: {},
-};
+const base: ChatRequest = chatRequestOf({ model: 'model-a', messages: [] });
 
 describe('convert-gemini', () => {
   it('parallel tool calls: one model turn with both calls, one user turn with both named responses', () => {

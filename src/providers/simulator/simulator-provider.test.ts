@@ -1,26 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ChatChunk, ChatRequest } from '../../gateway/chat-types.ts';
+import { chatRequestOf } from '../../gateway/testing.ts';
 import { createSimulatorProvider } from './simulator-provider.ts';
 
 const simulator = createSimulatorProvider({ id: 'simulator', chunkIntervalMs: 0, firstTokenMs: 0 });
 
-function request(fields: Partial<ChatRequest> = {}, body: Record<string, unknown> = {}): ChatRequest {
-  return {
-    model: 'm',
-    messages: [{ role: 'user', content: 'Hello there' }],
-    stream: false,
-    includeUsage: false,
-    maxTokens: undefined,
-    temperature: 0.7,
-    topP: undefined,
-    stop: undefined,
-    tools: undefined,
-    toolChoice: undefined,
-    body,
-    ...fields,
-  };
-}
+const request = (fields: Partial<ChatRequest> = {}, body: Record<string, unknown> = {}): ChatRequest =>
+  chatRequestOf({ model: 'm', messages: [{ role: 'user', content: 'Hello there' }], body, ...fields });
 
 const complete = (r: ChatRequest) =>
   simulator.complete({

@@ -3,8 +3,8 @@ import { GatewayError } from '../shared/gateway-error.ts';
 import { type Clock, newId } from '../shared/ids.ts';
 import type { Announcement, Severity } from '../store/announcements-repo.ts';
 import type { Store } from '../store/store.ts';
+import { DAY_MS, utcDay } from '../shared/time.ts';
 
-const DAY_MS = 86_400_000;
 /** The spec's notice period for a breaking change, in whole UTC days. */
 export const BREAKING_NOTICE_DAYS = 90;
 
@@ -136,7 +136,7 @@ export class AnnouncementsService {
   }
 
   async #queueMail(tx: Store, announcement: Announcement, now: number, baseUrl: string): Promise<void> {
-    const effective = new Date(announcement.effectiveAt ?? now).toISOString().slice(0, 10);
+    const effective = utcDay(announcement.effectiveAt ?? now);
     const models = announcement.models.length > 0 ? announcement.models.join(', ') : 'all models';
     const statusUrl = `${baseUrl}/status`;
     await tx.mailQueue.enqueueToVerified(

@@ -15,8 +15,8 @@ import type {
 } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { UsageRow } from '../store/usage-repo.ts';
+import { DAY_MS } from '../shared/time.ts';
 
-const DAY_MS = 86_400_000;
 const EMAIL_TOKEN_TTL_MS = 2 * DAY_MS;
 
 /** An account with its balance (credit minus debt, µUSD). */

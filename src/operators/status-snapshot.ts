@@ -6,9 +6,8 @@ import type { Announcement } from '../store/announcements-repo.ts';
 import type { ModelState } from '../store/health-samples-repo.ts';
 import type { Store } from '../store/store.ts';
 import { deriveModelStates } from './model-state.ts';
+import { DAY_MS, MINUTE_MS, utcDay } from '../shared/time.ts';
 
-const DAY_MS = 86_400_000;
-const MINUTE_MS = 60_000;
 /** Health samples are kept, and availability shown, for this many days. */
 export const HEALTH_HISTORY_DAYS = 90;
 
@@ -120,7 +119,7 @@ export class StatusSnapshot {
         samples += day?.samples ?? 0;
         available += day?.available ?? 0;
         return {
-          day: new Date((firstDay + i) * DAY_MS).toISOString().slice(0, 10),
+          day: utcDay((firstDay + i) * DAY_MS),
           availability: day && day.samples > 0 ? round4(day.available / day.samples) : null,
         };
       });

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Config } from '../../config/config.ts';
 import { CliError } from '../cli-error.ts';
+import { microsToUsd } from '../../shared/money.ts';
 import { createOutput } from '../output.ts';
 
 /** `tollgate config check <file>`: the project's own loader validates the file with this environment. */
@@ -53,8 +54,8 @@ function summarizeConfig(config: Config) {
   return {
     models: [...config.models.values()].map((model) => ({
       id: model.id,
-      input_usd_per_million: model.inputMicrosPerMillion / 1_000_000,
-      output_usd_per_million: model.outputMicrosPerMillion / 1_000_000,
+      input_usd_per_million: microsToUsd(model.inputMicrosPerMillion),
+      output_usd_per_million: microsToUsd(model.outputMicrosPerMillion),
       context_window: model.contextWindow,
       max_output_tokens: model.maxOutputTokens,
       fallbacks: model.fallbacks,

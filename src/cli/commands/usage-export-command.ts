@@ -7,6 +7,7 @@ import { type Command, Option } from 'commander';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commandContext, resolveAccountId } from '../context.ts';
 import { isBareDate, parseDateOrInstant } from '../parse-arguments.ts';
+import { DAY_MS } from '../../shared/time.ts';
 
 interface ExportOptions {
   from: string;
@@ -16,7 +17,6 @@ interface ExportOptions {
   output?: string;
 }
 
-const DAY_MS = 86_400_000;
 /** How often the progress line on a terminal is redrawn. */
 const PROGRESS_INTERVAL_MS = 200;
 

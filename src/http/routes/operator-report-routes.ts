@@ -6,9 +6,9 @@ import type { ExportedUsage } from '../../store/admin-reports-repo.ts';
 import { utcDay } from '../../store/ledger-repo.ts';
 import { noteAudit } from '../operator-audit.ts';
 import { iso, usd } from '../present.ts';
+import { DAY_MS } from '../../shared/time.ts';
 
 const config = { auth: 'admin' } as const;
-const DAY_MS = 86_400_000;
 /** Usage records read per page of the export: memory stays one page however long the range. */
 const EXPORT_PAGE = 1_000;
 const CSV_COLUMNS =

@@ -1,7 +1,9 @@
 // Where Tollgate's CPU goes: `npm run bench:profile` (add `--seconds=N`, default 10; `--stream` profiles streams
-// of 20 chunks sent at once by the mock, through the chat-completions fast path, instead of whole answers). Starts the mock upstream
-// and Tollgate with `--cpu-prof`, as the harness does, drives 16 closed-loop connections, stops Tollgate, and
-// prints the self time of the profile grouped by package or source file, then the top functions. The
+// of 20 chunks sent at once by the mock, through the chat-completions fast path, instead of whole answers;
+// `--connections=N`, default 16: 1 shows what a request costs alone). Starts the mock upstream
+// and Tollgate with `--cpu-prof`, as the harness does, drives N closed-loop connections, stops Tollgate, and
+// prints the self time of the measured seconds' samples (start-up and warm-up left out) grouped by package or
+// source file, then the top functions. The
 // .cpuprofile stays in bench/profiles/ (open it in Chrome DevTools or speedscope for a flame graph).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -14,6 +16,7 @@ import { startTollgate } from './lib/tollgate.ts';
 const ROOT = new URL('..', import.meta.url).pathname;
 const OUT = join(ROOT, 'bench/profiles');
 const SECONDS = Number(process.argv.find((a) => a.startsWith('--seconds='))?.slice(10) ?? 10);
+const CONNECTIONS = Number(process.argv.find((a) => a.startsWith('--connections='))?.slice(14) ?? 16);
 const BODY = process.argv.includes('--stream')
   ? { ...CHAT_BODY, stream: true, mock_chunks: 20, mock_interval_ms: 0 }
   : CHAT_BODY;
@@ -26,6 +29,7 @@ interface Profile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
+  endTime: number;
 }
 
 /** A package, a source file of ours, a Node internal module, or a native bucket such as (garbage collector). */
@@ -36,12 +40,17 @@ function groupOf({ url, functionName }: ProfileNode['callFrame']): string {
   return url || functionName || '(native)';
 }
 
-function report(profile: Profile, requests: number, cpuMicros: number): void {
+/** `windowMicros`: only the samples of the profile's last this many µs (the measured run, then the stop). */
+function report(profile: Profile, requests: number, cpuMicros: number, windowMicros: number): void {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfTime = new Map<number, number>();
-  profile.samples.forEach((id, i) =>
-    selfTime.set(id, (selfTime.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)),
-  );
+  let at = profile.endTime;
+  for (let i = profile.samples.length - 1; i >= 0 && at >= profile.endTime - windowMicros; i--) {
+    const id = profile.samples[i]!;
+    const delta = profile.timeDeltas[i] ?? 0;
+    selfTime.set(id, (selfTime.get(id) ?? 0) + delta);
+    at -= delta;
+  }
   const groups = new Map<string, number>();
   const functions = new Map<string, number>();
   let busy = 0;
@@ -78,18 +87,20 @@ async function main(): Promise<void> {
   const { process: mock, port: mockPort } = await startMock();
   const tollgate = await startTollgate(mockPort, ['--cpu-prof', `--cpu-prof-dir=${OUT}`]);
   try {
-    await closedLoop(tollgate.target, 16, 3_000, BODY);
+    await closedLoop(tollgate.target, CONNECTIONS, 3_000, BODY);
     const before = cpuSeconds(tollgate.process.pid);
-    const run = await closedLoop(tollgate.target, 16, SECONDS * 1_000, BODY);
+    const started = performance.now();
+    const run = await closedLoop(tollgate.target, CONNECTIONS, SECONDS * 1_000, BODY);
     const cpuMicros = (cpuSeconds(tollgate.process.pid) - before) * 1e6;
     await tollgate.process.stop();
+    const windowMicros = (performance.now() - started) * 1_000;
     // The main thread's profile is the largest; the checkpointer thread writes its own, nearly empty one.
     const files = readdirSync(OUT)
       .filter((name) => name.endsWith('.cpuprofile'))
       .map((name) => join(OUT, name))
       .sort((a, b) => statSync(b).size - statSync(a).size);
     if (!files[0]) throw new Error('Tollgate wrote no profile');
-    report(JSON.parse(readFileSync(files[0], 'utf8')) as Profile, run.requests, cpuMicros);
+    report(JSON.parse(readFileSync(files[0], 'utf8')) as Profile, run.requests, cpuMicros, windowMicros);
     console.log(`\nprofile: ${files[0]}`);
   } finally {
     await Promise.all([mock.stop(), tollgate.process.stop()]);

@@ -38,6 +38,18 @@ export function countTextTokens(text: string): number {
   return total;
 }
 
+/** Each role's tokens, counted once: a handful of names (validated before counting), asked for every message. */
+const ROLE_TOKENS = new Map<string, number>();
+
+function roleTokens(role: string): number {
+  let tokens = ROLE_TOKENS.get(role);
+  if (tokens === undefined) {
+    tokens = countTextTokens(role);
+    if (ROLE_TOKENS.size < 16) ROLE_TOKENS.set(role, tokens);
+  }
+  return tokens;
+}
+
 /** Counts a text piece by piece, yielding after each piece; stops once the count passes `limit`. */
 function* textSteps(text: string, limit: number): Generator<undefined, number> {
   if (text.length <= PIECE_CHARS) return text.length === 0 ? 0 : countTokens(text);
@@ -58,7 +70,7 @@ function* promptSteps(
 ): Generator<undefined, number> {
   let total = REPLY_PRIMING;
   for (const message of messages) {
-    total += TOKENS_PER_MESSAGE + countTextTokens(message.role);
+    total += TOKENS_PER_MESSAGE + roleTokens(message.role);
     if (message.content) total += yield* textSteps(message.content, limit - total);
     if (message.name) total += TOKENS_PER_NAME + (yield* textSteps(message.name, limit - total));
     if (message.tool_calls) {
@@ -96,9 +108,43 @@ export function countPromptTokensYielding(
   tools: readonly ToolDefinition[] | undefined,
   limit: number,
 ): number | Promise<number> {
+  const short = countShortPrompt(messages, tools, limit);
+  if (short !== undefined) return short;
   const steps = promptSteps(messages, tools, limit);
   const total = advance(steps);
   return total === undefined ? finishLater(steps) : total;
+}
+
+/** A prompt this short is counted in one go, whatever the slice: well under a millisecond. */
+const SHORT_PROMPT_CHARS = 4_000;
+
+/**
+ * The usual request's count (a few short messages, no tools), the same sum `promptSteps` makes without its
+ * generators and clock reads; undefined for any prompt with tools, tool calls or a text longer than one piece.
+ */
+function countShortPrompt(
+  messages: readonly ChatMessage[],
+  tools: readonly ToolDefinition[] | undefined,
+  limit: number,
+): number | undefined {
+  if (tools && tools.length > 0) return undefined;
+  let chars = 0;
+  for (const message of messages) {
+    if (message.tool_calls) return undefined;
+    const content = message.content?.length ?? 0;
+    const name = message.name?.length ?? 0;
+    if (content > PIECE_CHARS || name > PIECE_CHARS) return undefined;
+    chars += content + name;
+    if (chars > SHORT_PROMPT_CHARS) return undefined;
+  }
+  let total = REPLY_PRIMING;
+  for (const message of messages) {
+    total += TOKENS_PER_MESSAGE + roleTokens(message.role);
+    if (message.content) total += countTokens(message.content);
+    if (message.name) total += TOKENS_PER_NAME + countTokens(message.name);
+    if (total > limit) return total;
+  }
+  return total;
 }
 
 /** Runs steps for one slice of time: the result, or undefined when the slice ran out first. */

@@ -187,8 +187,14 @@ export class Router {
         refused = shaped;
         continue;
       }
-      if (!deployment.breaker.allow(this.#clock())) continue;
-      if (attempts > 0) await this.#backoff(attempts, lastError, signal);
+      // One clock read per attempt, for the breaker's check and the window's record: an attempt counts in the
+      // half-minute slot it started in.
+      let now = this.#clock();
+      if (!deployment.breaker.allow(now)) continue;
+      if (attempts > 0) {
+        await this.#backoff(attempts, lastError, signal);
+        now = this.#clock();
+      }
       attempts += 1;
       const startedAt = performance.now();
       try {
@@ -196,8 +202,8 @@ export class Router {
         const elapsedMs = performance.now() - startedAt;
         deployment.breaker.success(elapsedMs);
         // A stream's attempt ends at its first chunk: that is its time to first token, not its latency.
-        if (streamed) deployment.window.record(this.#clock(), true, undefined, elapsedMs);
-        else deployment.window.record(this.#clock(), true, elapsedMs);
+        if (streamed) deployment.window.record(now, true, undefined, elapsedMs);
+        else deployment.window.record(now, true, elapsedMs);
         return {
           result,
           deployment: deployment.config.id,
@@ -234,8 +240,9 @@ export class Router {
         // A short Retry-After is waited out by the backoff below; a longer one keeps everyone away meanwhile.
         const longWait =
           failure.retryAfterMs !== undefined && failure.retryAfterMs > this.#routing.retryMaxMs;
-        deployment.breaker.failure(this.#clock(), longWait ? failure.retryAfterMs : undefined);
-        deployment.window.record(this.#clock(), false);
+        const failedAt = this.#clock();
+        deployment.breaker.failure(failedAt, longWait ? failure.retryAfterMs : undefined);
+        deployment.window.record(failedAt, false);
         lastError = failure;
       }
     }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ChatMessage, ToolDefinition } from './chat-types.ts';
-import { countPromptTokens, countPromptTokensYielding } from './count-tokens.ts';
+import { countPromptTokens, countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 
 const word = (n: number): string => 'lorem ipsum dolor sit amet '.repeat(n);
 
@@ -43,5 +43,14 @@ describe('the prompt count on the request path', () => {
     ];
     const first = countPromptTokens(messages.slice(0, 1));
     assert.equal(countPromptTokensYielding(messages, undefined, first - 1), first);
+  });
+});
+
+describe('special tokens’ spellings in a text', () => {
+  it('are counted as ordinary text, never refused', () => {
+    const text = 'say <|endoftext|> and <|im_start|> please';
+    assert.ok(countTextTokens(text) > countTextTokens('say  and  please'));
+    const messages: ChatMessage[] = [{ role: 'user', content: text }];
+    assert.equal(countPromptTokensYielding(messages, undefined, Infinity), countPromptTokens(messages));
   });
 });

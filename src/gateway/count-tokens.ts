@@ -1,10 +1,19 @@
-import { countTokens } from 'gpt-tokenizer';
+import { countTokens as countWithOptions } from 'gpt-tokenizer';
 import type { ChatMessage, ToolDefinition } from './chat-types.ts';
 
 // The OpenAI convention's framing: each message costs 3 tokens around its content, a reply is primed with 3.
 const TOKENS_PER_MESSAGE = 3;
 const TOKENS_PER_NAME = 1;
 const REPLY_PRIMING = 3;
+
+/**
+ * Text is counted as ordinary text: a special token's spelling in a message (`<|endoftext|>`) is a few ordinary
+ * tokens, as an upstream encodes a user's text. By default the tokenizer first scans every text for those
+ * spellings and throws on one, which cost a regular-expression pass per text and turned such a prompt (or an
+ * answer counted for its usage) into an internal error.
+ */
+const ORDINARY_TEXT = { disallowedSpecial: new Set<string>() };
+const countTokens = (text: string): number => countWithOptions(text, ORDINARY_TEXT);
 
 /**
  * The longest text handed to the tokenizer at once. Its cost grows with the square of a word's length (a 200 KB

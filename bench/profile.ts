@@ -2,9 +2,9 @@
 // of 20 chunks sent at once by the mock, through the chat-completions fast path, instead of whole answers;
 // `--connections=N`, default 16: 1 shows what a request costs alone). Starts the mock upstream
 // and Tollgate with `--cpu-prof`, as the harness does, drives N closed-loop connections, stops Tollgate, and
-// prints the self time of the measured seconds' samples (start-up and warm-up left out) grouped by package or
-// source file, then the top functions. The
-// .cpuprofile stays in bench/profiles/ (open it in Chrome DevTools or speedscope for a flame graph).
+// prints the self time of the measured seconds' samples (start-up, warm-up and the stop left out) grouped by
+// package or source file, then the top functions. The .cpuprofile stays in bench/profiles/ (open it in Chrome
+// DevTools or speedscope for a flame graph).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -40,15 +40,23 @@ function groupOf({ url, functionName }: ProfileNode['callFrame']): string {
   return url || functionName || '(native)';
 }
 
-/** `windowMicros`: only the samples of the profile's last this many µs (the measured run, then the stop). */
-function report(profile: Profile, requests: number, cpuMicros: number, windowMicros: number): void {
+/**
+ * Only the measured run's samples: the `runMicros` before the profile's last `stopMicros` (the stop, whose final
+ * checkpoint and exit are not per-request work).
+ */
+function report(
+  profile: Profile,
+  requests: number,
+  cpuMicros: number,
+  { runMicros, stopMicros }: { runMicros: number; stopMicros: number },
+): void {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfTime = new Map<number, number>();
+  const runEnd = profile.endTime - stopMicros;
   let at = profile.endTime;
-  for (let i = profile.samples.length - 1; i >= 0 && at >= profile.endTime - windowMicros; i--) {
-    const id = profile.samples[i]!;
+  for (let i = profile.samples.length - 1; i >= 0 && at >= runEnd - runMicros; i--) {
     const delta = profile.timeDeltas[i] ?? 0;
-    selfTime.set(id, (selfTime.get(id) ?? 0) + delta);
+    if (at <= runEnd) selfTime.set(profile.samples[i]!, (selfTime.get(profile.samples[i]!) ?? 0) + delta);
     at -= delta;
   }
   const groups = new Map<string, number>();
@@ -92,15 +100,16 @@ async function main(): Promise<void> {
     const started = performance.now();
     const run = await closedLoop(tollgate.target, CONNECTIONS, SECONDS * 1_000, BODY);
     const cpuMicros = (cpuSeconds(tollgate.process.pid) - before) * 1e6;
+    const ran = performance.now();
     await tollgate.process.stop();
-    const windowMicros = (performance.now() - started) * 1_000;
+    const measured = { runMicros: (ran - started) * 1_000, stopMicros: (performance.now() - ran) * 1_000 };
     // The main thread's profile is the largest; the checkpointer thread writes its own, nearly empty one.
     const files = readdirSync(OUT)
       .filter((name) => name.endsWith('.cpuprofile'))
       .map((name) => join(OUT, name))
       .sort((a, b) => statSync(b).size - statSync(a).size);
     if (!files[0]) throw new Error('Tollgate wrote no profile');
-    report(JSON.parse(readFileSync(files[0], 'utf8')) as Profile, run.requests, cpuMicros, windowMicros);
+    report(JSON.parse(readFileSync(files[0], 'utf8')) as Profile, run.requests, cpuMicros, measured);
     console.log(`\nprofile: ${files[0]}`);
   } finally {
     await Promise.all([mock.stop(), tollgate.process.stop()]);

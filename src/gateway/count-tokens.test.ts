@@ -7,7 +7,9 @@ const word = (n: number): string => 'lorem ipsum dolor sit amet '.repeat(n);
 
 describe('the prompt count on the request path', () => {
   it('gives the one-go count for short prompts, long ones and prompts with tools', async () => {
-    const tools: ToolDefinition[] = [{ type: 'function', function: { name: 'lookup', description: word(3) } }];
+    const tools: ToolDefinition[] = [
+      { type: 'function', function: { name: 'lookup', description: word(3) } },
+    ];
     const prompts: [ChatMessage[], ToolDefinition[] | undefined][] = [
       [[{ role: 'user', content: 'Say hello in five words.' }], undefined],
       [
@@ -23,7 +25,11 @@ describe('the prompt count on the request path', () => {
       [[{ role: 'user', content: 'hi' }], tools],
       [
         [
-          { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
+          },
           { role: 'tool', content: 'done', tool_call_id: 'c' },
         ],
         undefined,

@@ -1,5 +1,6 @@
+import { parseArgs } from 'node:util';
 import { createApp } from './app.ts';
-import { ConfigError, loadConfig } from './config/load-config.ts';
+import { ConfigError, type ConfigFile, loadConfig } from './config/load-config.ts';
 import { createLogger } from './observability/create-logger.ts';
 import { createMetricsServer, listenMetrics } from './observability/metrics-server.ts';
 import { installFaultPolicy } from './observability/process-faults.ts';
@@ -9,11 +10,21 @@ import { connectRedis } from './shared/connect-redis.ts';
 import { migrate } from './store/migrate.ts';
 import { createStore, openDb } from './store/store.ts';
 
-/** Starts Tollgate: configuration, database and migrations, services, HTTP; drains on SIGTERM/SIGINT. */
+/** `--config <file>` (what `tollgate start --config` passes), else TOLLGATE_CONFIG names the file. */
+function configFileArgument(): ConfigFile | undefined {
+  const { values } = parseArgs({ options: { config: { type: 'string' } }, strict: false });
+  return typeof values.config === 'string' ? { path: values.config, source: '--config' } : undefined;
+}
+
+/**
+ * Starts Tollgate: configuration, database and migrations, services, HTTP; drains on SIGTERM/SIGINT. The
+ * signal handlers are installed before anything starts: a signal during start-up is kept, and once the
+ * server listens it drains and exits 0 as it would later, never killed half-started by the default action.
+ */
 async function main(): Promise<void> {
   let config;
   try {
-    config = loadConfig();
+    config = loadConfig(process.env, configFileArgument());
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(`tollgate: configuration error: ${error.message}`);
@@ -22,6 +33,20 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger(config.logLevel);
+  // From here a signal never kills the process half-started: during start-up it is noted (a second one
+  // exits at once), and start-up then drains instead of listening; once listening, it drains at once.
+  let requested: { signal: string; exitCode: number } | undefined;
+  let stop = (signal: string, exitCode = 0): void => {
+    if (requested) {
+      logger.warn({ signal }, 'second signal during start-up: exiting now');
+      process.exit(1);
+    }
+    requested = { signal, exitCode };
+    logger.info({ signal }, 'stopping once start-up has finished (send the signal again to exit now)');
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
   const store = createStore(openDb(config.databaseUrl), {
     secrets: createSecretBox(config.security.secretKeys),
   });
@@ -47,13 +72,48 @@ async function main(): Promise<void> {
   const app = createApp(services);
   // Recovery (spooled settlements, orphaned holds) finishes before the first request can take a new hold.
   await services.start();
-  const address = await app.listen({ port: config.port, host: config.host });
+
   const metricsAddress = config.security.metricsAddress;
   const metricsServer = metricsAddress ? createMetricsServer(services.metrics, logger) : undefined;
-  if (metricsServer && metricsAddress) {
-    await listenMetrics(metricsServer, metricsAddress.host, metricsAddress.port);
-    logger.info({ address: metricsAddress }, 'metrics served on their own address');
-  }
+  let draining = false;
+  /** The listens under way: a drain waits for them, so it closes servers that are listening. */
+  let listening: Promise<string> = Promise.resolve('');
+  const drain = (signal: string, exitCode = 0): void => {
+    if (draining) return;
+    draining = true;
+    logger.info({ signal }, 'draining in-flight requests');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    listening
+      .catch(() => undefined)
+      .then(() => {
+        metricsServer?.close();
+        return app.close();
+      })
+      .then(() => services.close())
+      .then(() => store.close())
+      .then(() => process.exit(exitCode))
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  installFaultPolicy({ logger, metrics: services.metrics, stop: drain });
+  // A signal that came during start-up: drain (nothing was accepted) rather than start listening.
+  if (requested) return drain(requested.signal, requested.exitCode);
+  stop = drain;
+
+  const listen = async (): Promise<string> => {
+    const address = await app.listen({ port: config.port, host: config.host });
+    if (metricsServer && metricsAddress) {
+      await listenMetrics(metricsServer, metricsAddress.host, metricsAddress.port);
+      logger.info({ address: metricsAddress }, 'metrics served on their own address');
+    }
+    return address;
+  };
+  listening = listen();
+  const address = await listening;
+  if (draining) return;
 
   const where = config.databaseUrl.startsWith('postgres')
     ? 'PostgreSQL'
@@ -69,28 +129,6 @@ async function main(): Promise<void> {
       .filter((line) => line !== undefined)
       .join('\n'),
   );
-
-  let stopping = false;
-  const stop = (signal: string, exitCode = 0): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'draining in-flight requests');
-    const force = setTimeout(() => process.exit(1), 30_000);
-    force.unref();
-    metricsServer?.close();
-    app
-      .close()
-      .then(() => services.close())
-      .then(() => store.close())
-      .then(() => process.exit(exitCode))
-      .catch((error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      });
-  };
-  installFaultPolicy({ logger, metrics: services.metrics, stop });
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 await main();

@@ -340,6 +340,14 @@ describe('the tollgate CLI', () => {
     assert.match(onTime.stdout, /^posted announcement \S+: model-a retires\n$/);
     const listed = JSON.parse((await admin(['announcements', 'list', '--json'])).stdout);
     assert.ok(listed.data.some((n: any) => n.id === notice.id && n.ends_at === null));
+    const breaking = listed.data.find((n: any) => n.title === 'model-a retires');
+    assert.equal(breaking.severity, 'critical', 'a breaking change defaults to the most serious severity');
+    const chosen = await admin([
+      ...['announce', 'model-c retires', '--body', 'Use model-d', '--breaking', '--severity', 'minor'],
+      ...['--effective', new Date(Date.now() + 91 * 86_400_000).toISOString(), '--json'],
+    ]);
+    assert.equal(chosen.code, 0, chosen.stderr);
+    assert.equal(JSON.parse(chosen.stdout).severity, 'minor', '--severity still decides');
     const ended = await admin(['announcements', 'end', notice.id, '--json']);
     assert.equal(ended.code, 0, ended.stderr);
     assert.ok(Date.parse(JSON.parse(ended.stdout).ends_at) <= Date.now());
@@ -402,7 +410,37 @@ describe('the tollgate CLI', () => {
     assert.match(JSON.parse(json.stdout).error, /^models\.model-b\.deployments\[0\]\.provider: /);
     const missing = await tollgate(['config', 'check', join(dir, 'missing.yaml')]);
     assert.equal(missing.code, 1);
-    assert.match(missing.stderr, /cannot read .*missing\.yaml/);
+    assert.match(missing.stderr, /cannot read .*missing\.yaml \(from the command line\)/);
+    assert.ok(!missing.stderr.includes('TOLLGATE_CONFIG'), 'the path came from the command line');
+  });
+
+  it('config check names the file and line of a YAML syntax error, refuses an empty file, counts in words', async () => {
+    const broken = join(dir, 'broken.yaml');
+    writeFileSync(broken, 'models:\n  model-b:\n    fallbacks: [model-f\n  model-c: {}\n');
+    const syntax = await tollgate(['config', 'check', broken]);
+    assert.equal(syntax.code, 1);
+    assert.match(syntax.stderr, new RegExp(`^tollgate: ${broken}:4:\\d+: YAML syntax error: \\S.*\n$`));
+    const json = await tollgate(['config', 'check', broken, '--json']);
+    assert.match(JSON.parse(json.stdout).error, new RegExp(`^${broken}:4:`));
+
+    const empty = join(dir, 'empty.yaml');
+    writeFileSync(empty, '# settings to come\n');
+    const refused = await tollgate(['config', 'check', empty]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, new RegExp(`^tollgate: ${empty} \\(from the command line\\) is empty: `));
+
+    const one = join(dir, 'one-provider.yaml');
+    writeFileSync(one, 'simulator:\n  chunk_interval_ms: 1\n');
+    const valid = await tollgate(['config', 'check', one]);
+    assert.equal(valid.code, 0, valid.stderr);
+    assert.match(valid.stdout, new RegExp(`^${one} is valid: 6 models, 1 provider\n`));
+  });
+
+  it('start --config blames --config, not TOLLGATE_CONFIG, for a file it cannot read (exit 2)', async () => {
+    const missing = join(dir, 'not-there.yaml');
+    const run = await tollgate(['start', '--config', missing], { TOLLGATE_CONFIG: join(dir, 'good.yaml') });
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, new RegExp(`configuration error: cannot read ${missing} \\(from --config\\)`));
   });
 
   it('migrate applies every migration to a fresh SQLite file, then finds it up to date', async () => {

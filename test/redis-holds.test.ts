@@ -212,6 +212,58 @@ describe('credit holds in Redis, two instances on one PostgreSQL', { skip: skip 
     assert.equal((await a.call('GET', '/api/account', { key })).body.held_usd, 0);
   });
 
+  it('GET /api/key reads its live Redis holds of every instance in held_usd and remaining_usd', async () => {
+    const owner = await enterprise();
+    await opened.db.run(
+      'UPDATE credit_grants SET amount_micros = $2, remaining_micros = $2 WHERE account_id = $1',
+      [owner.accountId, EACH * 10],
+    );
+    const created = await a.call('POST', '/api/keys', {
+      key: owner.key,
+      body: { limit_usd: (EACH * 20) / 1e6, limit_period: 'daily' },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const now = Date.now();
+    const budget = {
+      keyId: created.body.id,
+      limitMicros: EACH * 20,
+      fromDay: new Date(now).toISOString().slice(0, 10),
+    };
+    // Requests of this key in flight: one hold taken through a's book, two through b's; none was refused.
+    assert.equal(
+      await books[0]!.hold('req_key_a', owner.accountId, EACH, now, now + 3_600_000, budget),
+      true,
+    );
+    assert.equal(
+      await books[1]!.hold('req_key_b1', owner.accountId, EACH, now, now + 3_600_000, budget),
+      true,
+    );
+    assert.equal(
+      await books[1]!.hold('req_key_b2', owner.accountId, EACH, now, now + 3_600_000, budget),
+      true,
+    );
+    for (const server of [a, b]) {
+      const status = await server.call('GET', '/api/key', { key: created.body.key });
+      assert.equal(status.status, 200, JSON.stringify(status.body));
+      assert.equal(status.body.held_usd, microsToUsd(EACH * 3), 'every instance shows all three holds');
+      assert.equal(status.body.remaining_usd, microsToUsd(EACH * 17));
+    }
+    books[0]!.committed([settlementOf('req_key_a', owner.accountId, 0, now)], new Map());
+    books[1]!.committed(
+      [
+        settlementOf('req_key_b1', owner.accountId, 0, now),
+        settlementOf('req_key_b2', owner.accountId, 0, now),
+      ],
+      new Map(),
+    );
+    const started = Date.now();
+    while ((await redisHeld(owner.accountId)).holds > 0 && Date.now() - started < 5_000)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const after = await b.call('GET', '/api/key', { key: created.body.key });
+    assert.equal(after.body.held_usd, 0, 'released holds are gone from the figure at once');
+    assert.equal(after.body.remaining_usd, microsToUsd(EACH * 20));
+  });
+
   it('a dead instance’s holds are released by a survivor, and its finished requests are charged once', async () => {
     const { accountId } = await enterprise();
     await opened.db.run(

@@ -170,5 +170,52 @@ for (const backend of BACKENDS) {
       );
       assert.equal(Number(old?.n), 0);
     });
+
+    it('the feed keeps an ended notice, marked ended and updated, linking to a page that exists', async () => {
+      const posted = await server.call('POST', '/api/admin/announcements', {
+        key: ADMIN_KEY,
+        body: { title: 'Short maintenance', body: 'A restart.', severity: 'minor' },
+      });
+      assert.equal(posted.status, 201, JSON.stringify(posted.body));
+      const id: string = posted.body.id;
+      const entryOf = async (): Promise<string> => {
+        time.advance(10_000); // past the snapshot's refresh
+        const xml = await (await fetch(`${server.url}/status/feed.atom`)).text();
+        const entry = xml.split('<entry>').find((e) => e.includes(`#${id}</id>`));
+        assert.ok(entry, `no entry for ${id}:\n${xml}`);
+        return entry;
+      };
+      const current = await entryOf();
+      const link = /<link rel="alternate" type="text\/html" href="([^"]+)"\/>/;
+      const currentHref = link.exec(current)![1]!;
+      assert.ok(currentHref.endsWith(`/status#${id}`), currentHref);
+      const page = await (await fetch(`${server.url}/status`)).text();
+      assert.ok(page.includes(`id="${id}"`), 'the anchor of a current notice is on the page');
+      assert.match(current, /<title>Short maintenance<\/title>/);
+
+      const ended = await server.call('POST', `/api/admin/announcements/${id}/end`, {
+        key: ADMIN_KEY,
+        body: {},
+      });
+      assert.equal(ended.status, 200, JSON.stringify(ended.body));
+      const entry = await entryOf();
+      assert.match(entry, /<title>Short maintenance \(ended\)<\/title>/);
+      assert.match(
+        entry,
+        /<content type="text">Ended \d{4}-\d\d-\d\d \d\d:\d\d UTC\. A restart\.<\/content>/,
+      );
+      assert.equal(
+        /<updated>([^<]+)<\/updated>/.exec(entry)![1],
+        ended.body.ends_at,
+        'updated when it ended',
+      );
+      assert.match(entry, new RegExp(`<id>[^<]+/status#${id}</id>`), 'its id never changes');
+      const href = link.exec(entry)![1]!;
+      assert.ok(
+        href.endsWith('/status'),
+        `an ended notice links to the page itself, not a gone anchor: ${href}`,
+      );
+      assert.ok(!(await (await fetch(`${server.url}/status`)).text()).includes(`id="${id}"`));
+    });
   });
 }

@@ -26,13 +26,19 @@ export interface KeyStatus {
   resetsAt: number | null;
 }
 
-/** What the key holds in flight: its hold rows (shared database) plus the in-process book's (embedded). */
-async function keyHeldMicros(store: Store, holds: HoldBook, keyId: string): Promise<number> {
-  const row = await store.db.get<{ held: number | string | null }>(
-    'SELECT CAST(SUM(amount_micros) AS BIGINT) AS held FROM holds WHERE key_id = $1',
-    [keyId],
-  );
-  return Number(row?.held ?? 0) + (holds.keyHeldMicros?.(keyId) ?? 0);
+/**
+ * What the key holds in flight: its hold rows (shared database) plus the book's own, read live from Redis
+ * when holds live there (every instance's), else the in-process book's (embedded).
+ */
+async function keyHeldMicros(store: Store, holds: HoldBook, key: ApiKeyRecord): Promise<number> {
+  const [row, held] = await Promise.all([
+    store.db.get<{ held: number | string | null }>(
+      'SELECT CAST(SUM(amount_micros) AS BIGINT) AS held FROM holds WHERE key_id = $1',
+      [key.id],
+    ),
+    holds.keyHeldNow ? holds.keyHeldNow(key.accountId, key.id) : (holds.keyHeldMicros?.(key.id) ?? 0),
+  ]);
+  return Number(row?.held ?? 0) + held;
 }
 
 /** Reads the key's usage today, this ISO week, this month and in its limit's period, and what remains. */
@@ -50,7 +56,7 @@ export async function readKeyStatus(
     month: dayOf(periodStartMs('monthly', now)),
     period: periodFirstDay(period, now),
   });
-  const heldMicros = await keyHeldMicros(store, holds, key.id);
+  const heldMicros = await keyHeldMicros(store, holds, key);
   const limited = limitMicros !== null;
   return {
     todayMicros: usage.todayMicros,

@@ -28,6 +28,8 @@ export interface HoldBook {
   heldMicros(accountId: string): Promise<number>;
   /** What this book holds for the key beyond the database's hold rows (per-key controls). */
   keyHeldMicros?(keyId: string): number;
+  /** What every instance's live holds reserve for the key, read where they live (holds in Redis). */
+  keyHeldNow?(accountId: string, keyId: string): Promise<number>;
   /** A batch committed, with what it charged per account (holds in Redis apply it to their balances). */
   committed?(batch: readonly Settlement[], charged: SettledAccounts): void;
   /** Journals a finished request where a surviving instance finds it; resolves before the answer ends. */

@@ -267,6 +267,11 @@ export class RedisHoldBook implements HoldBook {
     return this.#keyHeld.get(keyId) ?? 0;
   }
 
+  /** What the key's live holds on every instance reserve now (the `kheld` sum the hold script keeps). */
+  async keyHeldNow(accountId: string, keyId: string): Promise<number> {
+    return Number((await this.#redis.hget(this.#keys(accountId)[3]!, keyId)) ?? 0);
+  }
+
   /** Starts the heartbeat: the lease, the generation check, retries, and releasing dead instances' holds. */
   async start(charge?: (settlement: Settlement) => void): Promise<void> {
     this.#charge ??= charge;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { DEFAULT_PARAM_POLICY } from './defaults.ts';
-import { ConfigError, parseConfig } from './load-config.ts';
+import { ConfigError, loadConfig, parseConfig } from './load-config.ts';
 
 const fails = (yaml: Record<string, unknown>, field: RegExp, env: Record<string, string> = {}): void => {
   assert.throws(
@@ -126,6 +126,35 @@ describe('configuration', () => {
     bad({ allow: [], unlisted: 'ignore' }, '\\.unlisted: must be one of refuse, drop');
     bad({ drop: ['seed'], defaults: { seed: 1 } }, '\\.defaults\\.seed: a default for a field');
     bad({ forbid: ['x'] }, '\\.forbid: unknown field');
+  });
+
+  it('a file that cannot be read, is not YAML or is empty: the message names the file and what named it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
+    const refused = (env: Record<string, string>, message: RegExp, from?: string): void => {
+      const file = from === undefined ? undefined : { path: env['FILE']!, source: from };
+      assert.throws(
+        () => loadConfig(from === undefined ? { TOLLGATE_CONFIG: env['FILE']! } : {}, file),
+        (error: unknown) =>
+          error instanceof ConfigError && error.file === env['FILE'] && message.test(error.message),
+      );
+    };
+    const missing = join(dir, 'missing.yaml');
+    refused({ FILE: missing }, /^cannot read .*missing\.yaml \(from TOLLGATE_CONFIG\): ENOENT/);
+    refused({ FILE: missing }, /^cannot read .*missing\.yaml \(from --config\): ENOENT/, '--config');
+    const broken = join(dir, 'broken.yaml');
+    writeFileSync(broken, 'routing:\n  max_attempts: 2\n  max_attempts: 3\n');
+    refused({ FILE: broken }, /broken\.yaml:3:3: YAML syntax error: Map keys must be unique$/);
+    for (const text of ['', '\n\n', '# nothing yet\n', '---\n']) {
+      const empty = join(dir, 'empty.yaml');
+      writeFileSync(empty, text);
+      refused({ FILE: empty }, /empty\.yaml \(from TOLLGATE_CONFIG\) is empty: /);
+    }
+    const list = join(dir, 'list.yaml');
+    writeFileSync(list, '- a\n');
+    refused({ FILE: list }, /list\.yaml: not a mapping$/);
+    const braces = join(dir, 'braces.yaml');
+    writeFileSync(braces, '{}\n');
+    assert.equal(loadConfig({ TOLLGATE_CONFIG: braces }).port, 8080, 'an explicit empty mapping is a choice');
   });
 
   it('a bad file stops the real process at start-up with one message and exit code 2', () => {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, YAMLError } from 'yaml';
 import type { z } from 'zod';
 import type { Config } from './config.ts';
 import { ENV_SCHEMA } from './env-schema.ts';
@@ -10,28 +10,61 @@ import { describeIssue } from './schema-primitives.ts';
 /** A configuration mistake: start-up stops with this one message, which names the field. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
+  /** The file, when the message is about the file itself (unreadable, not YAML, empty) and names it. */
+  readonly file: string | undefined;
+  constructor(message: string, file?: string) {
+    super(message);
+    this.file = file;
+  }
 }
 
 type Env = Record<string, string | undefined>;
 type Obj = Record<string, unknown>;
 
-/** Builds the frozen configuration from the environment and the YAML file `TOLLGATE_CONFIG` names. */
-export function loadConfig(env: Env = process.env): Config {
-  const file = env['TOLLGATE_CONFIG'];
-  let yaml: Obj = {};
-  if (file) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (error) {
-      throw new ConfigError(`TOLLGATE_CONFIG: cannot read ${file}: ${(error as Error).message}`);
-    }
-    const parsed: unknown = parseYaml(text);
-    if (parsed !== null && parsed !== undefined && (typeof parsed !== 'object' || Array.isArray(parsed)))
-      throw new ConfigError(`${file}: not a mapping`);
-    yaml = (parsed as Obj | null) ?? {};
+/** A configuration file to read, and where its path came from (messages name it). */
+export interface ConfigFile {
+  path: string;
+  /** `TOLLGATE_CONFIG`, `--config`, `the command line`: what named the file. */
+  source: string;
+}
+
+/**
+ * Builds the frozen configuration from the environment and the YAML file `file` (else the one
+ * `TOLLGATE_CONFIG` names). A file that cannot be read or parsed, or holds nothing, is a ConfigError naming
+ * the file and what named it: an empty file is refused (docs/decisions.md, "An empty configuration file").
+ */
+export function loadConfig(env: Env = process.env, file?: ConfigFile): Config {
+  const named = env['TOLLGATE_CONFIG'];
+  const from = file ?? (named ? { path: named, source: 'TOLLGATE_CONFIG' } : undefined);
+  return parseConfig(from ? readConfigFile(from) : {}, env);
+}
+
+/** The YAML mapping in the file: a ConfigError names the file (and the line of a syntax error). */
+function readConfigFile({ path, source }: ConfigFile): Obj {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`cannot read ${path} (from ${source}): ${(error as Error).message}`, path);
   }
-  return parseConfig(yaml, env);
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (error) {
+    if (!(error instanceof YAMLError)) throw error;
+    const at = error.linePos?.[0];
+    // yaml's message ends with " at line L, column C:" and a snippet; the position leads ours instead.
+    const reason = error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+    throw new ConfigError(`${path}${at ? `:${at.line}:${at.col}` : ''}: YAML syntax error: ${reason}`, path);
+  }
+  if (parsed === null || parsed === undefined)
+    throw new ConfigError(
+      `${path} (from ${source}) is empty: give at least one setting, or name no file to run on the built-in defaults`,
+      path,
+    );
+  if (typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new ConfigError(`${path}: not a mapping`, path);
+  return parsed as Obj;
 }
 
 /**

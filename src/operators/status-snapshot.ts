@@ -77,9 +77,10 @@ export class StatusSnapshot {
     return this.#building;
   }
 
-  /** The models' states now, from the router's deployment health (no upstream is called). */
+  /** The models' states now, from each model's deployment circuits and counts (no latencies, no upstream). */
   states(): Map<string, ModelState> {
-    return deriveModelStates(this.#models, this.#o.router.stats());
+    const { router } = this.#o;
+    return deriveModelStates(this.#models, (model) => router.modelHealth(model));
   }
 
   /** Records each model's state for this minute and deletes samples past 90 days: one instance a minute. */

@@ -59,16 +59,22 @@ export class CircuitBreaker {
     this.#probing = false;
   }
 
+  /** The circuit's state at `now` (an open one turns half-open once its cooldown is over). */
+  state(now: number): BreakerState {
+    if (this.#state === 'open' && now - this.#openedAt >= this.#cooldownMs) this.#state = 'half_open';
+    return this.#state;
+  }
+
   snapshot(now: number): {
     state: BreakerState;
     error_rate: number;
     latency_ms: number | null;
     blocked_for_ms: number;
   } {
-    if (this.#state === 'open' && now - this.#openedAt >= this.#cooldownMs) this.#state = 'half_open';
+    const state = this.state(now);
     const failures = this.#outcomes.filter((ok) => !ok).length;
     return {
-      state: this.#state,
+      state,
       error_rate:
         this.#outcomes.length === 0 ? 0 : Math.round((failures / this.#outcomes.length) * 1000) / 1000,
       latency_ms: this.#latencyMs === undefined ? null : Math.round(this.#latencyMs * 10) / 10,

@@ -15,6 +15,8 @@ describe('a deployment’s five-minute window', () => {
     assert.equal(snapshot.errorRate, 0.182);
     assert.ok(snapshot.latencyP50Ms! > 80 && snapshot.latencyP50Ms! < 125, String(snapshot.latencyP50Ms));
     assert.ok(snapshot.ttftP50Ms! > 30 && snapshot.ttftP50Ms! < 50, String(snapshot.ttftP50Ms));
+    assert.deepEqual(window.counts(now), { requests: 11, errors: 2 }, 'the exact counts, no rounding');
+    assert.deepEqual(window.counts(now + 5 * 60_000), { requests: 0, errors: 0 }, 'five minutes on: gone');
   });
 
   it('forgets attempts older than five minutes and reuses their slots', () => {

@@ -14,6 +14,12 @@ export interface WindowSnapshot {
   ttftP50Ms: number | null;
 }
 
+/** Attempts and failed attempts in the window: what a model's state needs, without the latencies. */
+export interface WindowCounts {
+  requests: number;
+  errors: number;
+}
+
 const bucketOf = (ms: number): number =>
   Math.min(BUCKETS - 1, Math.max(0, Math.floor(2 * Math.log2(Math.max(ms, 1)))));
 
@@ -44,8 +50,7 @@ export class DeploymentWindow {
     const latency = new Array<number>(BUCKETS).fill(0);
     const ttft = new Array<number>(BUCKETS).fill(0);
     for (let slot = 0; slot < SLOTS; slot++) {
-      const index = this.#slotIndex[slot]!;
-      if (index <= current - SLOTS || index > current) continue;
+      if (!this.#inWindow(slot, current)) continue;
       requests += this.#requests[slot]!;
       errors += this.#errors[slot]!;
       for (let bucket = 0; bucket < BUCKETS; bucket++) {
@@ -59,6 +64,25 @@ export class DeploymentWindow {
       latencyP50Ms: median(latency),
       ttftP50Ms: median(ttft),
     };
+  }
+
+  /** The window's attempts and failures (exact counts), summed without touching the latency histograms. */
+  counts(now: number): WindowCounts {
+    const current = Math.floor(now / SLOT_MS);
+    let requests = 0;
+    let errors = 0;
+    for (let slot = 0; slot < SLOTS; slot++) {
+      if (!this.#inWindow(slot, current)) continue;
+      requests += this.#requests[slot]!;
+      errors += this.#errors[slot]!;
+    }
+    return { requests, errors };
+  }
+
+  /** Whether the slot holds one of the last ten half-minutes up to `current`. */
+  #inWindow(slot: number, current: number): boolean {
+    const index = this.#slotIndex[slot]!;
+    return index > current - SLOTS && index <= current;
   }
 
   /** The slot for `now`, emptied first when it last held an older half-minute. */

@@ -5,7 +5,7 @@ import { type PassThroughStream, type Provider, ProviderError } from '../provide
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
 import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
-import { DeploymentWindow, type WindowSnapshot } from './deployment-window.ts';
+import { DeploymentWindow, type WindowCounts, type WindowSnapshot } from './deployment-window.ts';
 import { sanitizeUpstreamMessage } from './sanitize-upstream-message.ts';
 import { applyParamPolicy } from './param-policy.ts';
 
@@ -24,6 +24,11 @@ export interface DeploymentStats extends WindowSnapshot {
   deployment: string;
   provider: string;
   upstreamModel: string;
+  circuit: BreakerState;
+}
+
+/** One deployment's circuit and its last five minutes' attempts and failures: what a model's state needs. */
+export interface DeploymentHealth extends WindowCounts {
   circuit: BreakerState;
 }
 
@@ -155,6 +160,15 @@ export class Router {
       upstreamModel: deployment.config.upstreamModel,
       circuit: deployment.breaker.snapshot(now).state,
       ...deployment.window.snapshot(now),
+    }));
+  }
+
+  /** One model's deployments: circuit, attempts and failures (no latencies, no other model); calls no upstream. */
+  modelHealth(model: string): DeploymentHealth[] {
+    const now = this.#clock();
+    return (this.#deployments.get(model) ?? []).map((deployment) => ({
+      circuit: deployment.breaker.state(now),
+      ...deployment.window.counts(now),
     }));
   }
 

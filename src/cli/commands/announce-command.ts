@@ -2,9 +2,12 @@ import { type Command, Option } from 'commander';
 import { commandContext, segment } from '../context.ts';
 import { parseInstant, parseList } from '../parse-arguments.ts';
 
+/** The API's severities (POST /api/admin/announcements), least serious first. */
+const SEVERITIES = ['info', 'minor', 'major', 'critical'] as const;
+
 interface AnnounceOptions {
   body: string;
-  severity: string;
+  severity?: string;
   models?: string[];
   starts?: string;
   ends?: string;
@@ -22,9 +25,9 @@ export function registerAnnounceCommand(program: Command): void {
     .argument('<title>', 'the headline')
     .requiredOption('--body <text>', 'the text of the notice')
     .addOption(
-      new Option('--severity <level>', 'how serious')
-        .choices(['info', 'minor', 'major', 'critical'])
-        .default('info'),
+      new Option('--severity <level>', 'how serious (default: critical with --breaking, else info)').choices(
+        SEVERITIES,
+      ),
     )
     .option('--models <ids>', 'affected public models, comma-separated', parseList)
     .option('--starts <time>', 'when it starts showing (default: now)', parseInstant)
@@ -43,7 +46,8 @@ export function registerAnnounceCommand(program: Command): void {
       const notice = (await client.request('POST', '/api/admin/announcements', {
         title,
         body: options.body,
-        severity: options.severity,
+        // A breaking change is the most serious kind of notice unless the operator says otherwise.
+        severity: options.severity ?? (options.breaking === true ? SEVERITIES.at(-1) : SEVERITIES[0]),
         models: options.models ?? [],
         breaking: options.breaking === true,
         ...(options.starts ? { starts_at: options.starts } : {}),

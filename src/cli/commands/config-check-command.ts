@@ -19,15 +19,17 @@ export function registerConfigCommands(program: Command): void {
       const out = createOutput({ json: command.optsWithGlobals<{ json?: boolean }>().json === true });
       let loaded: Config;
       try {
-        loaded = loadConfig({ ...process.env, TOLLGATE_CONFIG: file });
+        loaded = loadConfig(process.env, { path: file, source: 'the command line' });
       } catch (error) {
         if (!(error instanceof ConfigError)) throw error;
         if (out.json) out.printJson({ valid: false, error: error.message });
-        throw new CliError(`${file} is not valid: ${error.message}`);
+        // A message about the file itself (unreadable, not YAML, empty) names it already.
+        throw new CliError(error.file ? error.message : `${file} is not valid: ${error.message}`);
       }
       const summary = summarizeConfig(loaded);
       if (out.json) return out.printJson({ valid: true, ...summary });
-      out.line(`${file} is valid: ${summary.models.length} models, ${summary.providers.length} providers`);
+      const models = count(summary.models.length, 'model');
+      out.line(`${file} is valid: ${models}, ${count(summary.providers.length, 'provider')}`);
       out.line();
       out.printTable(
         ['MODEL', 'INPUT_USD_PER_1M', 'OUTPUT_USD_PER_1M', 'CONTEXT', 'FALLBACKS'],
@@ -48,6 +50,9 @@ export function registerConfigCommands(program: Command): void {
       );
     });
 }
+
+/** "1 provider", "2 providers". */
+const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
 
 /** The resolved models, deployments, prices (USD per million tokens) and providers; no secrets. */
 function summarizeConfig(config: Config) {

@@ -11,15 +11,19 @@ export function registerStartCommand(program: Command): void {
   program
     .command('start')
     .description('run the gateway (as npm start): configuration from the environment and TOLLGATE_CONFIG')
-    .option('--config <file>', 'the YAML configuration file (sets TOLLGATE_CONFIG)')
+    .option('--config <file>', 'the YAML configuration file (instead of the one TOLLGATE_CONFIG names)')
     .option('--port <port>', 'the port to listen on (sets PORT)')
     .option('--host <host>', 'the address to listen on (sets HOST)')
     .action(async (options: { config?: string; port?: string; host?: string }) => {
       const env: NodeJS.ProcessEnv = { MALLOC_ARENA_MAX: '2', ...process.env };
-      if (options.config !== undefined) env['TOLLGATE_CONFIG'] = options.config;
       if (options.port !== undefined) env['PORT'] = options.port;
       if (options.host !== undefined) env['HOST'] = options.host;
-      const child = spawn(process.execPath, ['--max-semi-space-size=4', MAIN], { env, stdio: 'inherit' });
+      // The gateway is told the file came from --config, so its messages blame that and not TOLLGATE_CONFIG.
+      const config = options.config === undefined ? [] : ['--config', options.config];
+      const child = spawn(process.execPath, ['--max-semi-space-size=4', MAIN, ...config], {
+        env,
+        stdio: 'inherit',
+      });
       const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
       process.on('SIGINT', forward);
       process.on('SIGTERM', forward);

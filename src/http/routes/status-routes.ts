@@ -30,6 +30,6 @@ export function statusRoutes(app: FastifyInstance, services: Services): void {
     return reply
       .header('cache-control', 'public, max-age=5')
       .type('application/atom+xml; charset=utf-8')
-      .send(renderAtomFeed(snapshot.feed, baseUrl(request), snapshot.updatedAt));
+      .send(renderAtomFeed(snapshot, baseUrl(request)));
   });
 }

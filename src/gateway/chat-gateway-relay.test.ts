@@ -196,7 +196,11 @@ describe('the stream relay', () => {
     }
     assert.equal(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), 'Hello');
     assert.equal(chunks.at(-1)?.choices[0]?.finish_reason, 'stop');
-    assert.deepEqual(chunks[0]?.choices[0]?.delta, { role: 'assistant', content: '' }, 'start: the role chunk');
+    assert.deepEqual(
+      chunks[0]?.choices[0]?.delta,
+      { role: 'assistant', content: '' },
+      'start: the role chunk',
+    );
     assert.ok(sink.ended);
     assert.equal(sink.headers?.['x-ratelimit-limit-requests'], '10');
     assert.match(sink.headers?.['x-tollgate-overhead-ms'] ?? '', /^\d+\.\d{3}$/);
@@ -211,7 +215,10 @@ describe('the stream relay', () => {
 
   it('bills the upstream usage when it reports one, and hides it from a client that did not ask', async () => {
     const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
-    const { gateway, admitted, settled } = setup([[start, text('a')], [text('b'), usageEvent(usage)]]);
+    const { gateway, admitted, settled } = setup([
+      [start, text('a')],
+      [text('b'), usageEvent(usage)],
+    ]);
     const sink = new Sink();
     await gateway.stream(admitted, sse(sink, admitted));
     const events = sink.events();
@@ -274,7 +281,11 @@ describe('the stream relay', () => {
   });
 
   it('a failure mid-stream ends it with one error event and no [DONE]; the request is billed as an error', async () => {
-    const { gateway, admitted, settled } = setup([[start, text('Hel')], [text('lo')], new Error('socket hang up')]);
+    const { gateway, admitted, settled } = setup([
+      [start, text('Hel')],
+      [text('lo')],
+      new Error('socket hang up'),
+    ]);
     const sink = new Sink();
     await gateway.stream(admitted, sse(sink, admitted));
     const events = sink.events();

@@ -350,7 +350,10 @@ function messagesSink(text: TextSink, admitted: Admitted): StreamSink {
       });
     }
     if (calls.get(call.index) !== index || block !== 'tool' || call.args === '') return true;
-    return send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: call.args } });
+    return send('content_block_delta', {
+      index,
+      delta: { type: 'input_json_delta', partial_json: call.args },
+    });
   };
 
   return {

@@ -181,7 +181,11 @@ describe('chatCompletionsSink on the canonical events', () => {
     assert.equal(text.writes[0], expected.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join(''));
     sink.complete(usage);
     sink.end();
-    assert.deepEqual(text.writes.slice(1), ['data: [DONE]\n\n'], 'the upstream usage went out: no second one');
+    assert.deepEqual(
+      text.writes.slice(1),
+      ['data: [DONE]\n\n'],
+      'the upstream usage went out: no second one',
+    );
   });
 
   it('leaves the usage out for a client that did not ask, and writes nothing for a batch of only that', () => {

@@ -28,12 +28,12 @@ export async function* readEventBatches(
   const scanner = new SseByteScanner();
   let batch: EventBatch = [];
   let finished = false;
-  let failure: unknown;
+  let failure: Error | undefined;
   const onEvent = (data: Buffer): boolean => {
     try {
       finished = decoder.event(data, batch);
     } catch (error) {
-      failure = error;
+      failure = toProviderError(error, signal);
       return false;
     }
     return !finished;
@@ -54,7 +54,7 @@ export async function* readEventBatches(
       try {
         decoder.end(batch);
       } catch (error) {
-        failure = error;
+        failure = toProviderError(error, signal);
       }
     }
     if (batch.length > 0) yield batch;

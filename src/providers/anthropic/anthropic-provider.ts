@@ -117,7 +117,10 @@ export function anthropicDecoder(): EventDecoder {
           const finish = mapAnthropicStopReason(event.delta?.stop_reason);
           // A forced structured answer ends in tool_use; to the client it is a finished answer.
           if (finish !== null)
-            out.push({ type: 'finish', reason: finish === 'tool_calls' && tools.size === 0 ? 'stop' : finish });
+            out.push({
+              type: 'finish',
+              reason: finish === 'tool_calls' && tools.size === 0 ? 'stop' : finish,
+            });
           break;
         }
         case 'message_stop': {
@@ -127,7 +130,11 @@ export function anthropicDecoder(): EventDecoder {
           const completion = usage.output_tokens ?? 0;
           out.push({
             type: 'usage',
-            usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+            usage: {
+              prompt_tokens: prompt,
+              completion_tokens: completion,
+              total_tokens: prompt + completion,
+            },
           });
           return true;
         }

@@ -74,9 +74,13 @@ export function geminiDecoder(): EventDecoder {
       const data = parseEventData(bytes.toString()) as GeminiResponse;
       if (data.error) {
         const status = data.error.code ?? 500;
-        throw new ProviderError('status', data.error.message ?? data.error.status ?? 'upstream stream error', {
-          status: status >= 400 && status < 500 && status !== 429 ? 500 : status,
-        });
+        throw new ProviderError(
+          'status',
+          data.error.message ?? data.error.status ?? 'upstream stream error',
+          {
+            status: status >= 400 && status < 500 && status !== 429 ? 500 : status,
+          },
+        );
       }
       if (data.usageMetadata) usage = data.usageMetadata;
       if (!started) {
@@ -99,7 +103,9 @@ export function geminiDecoder(): EventDecoder {
         });
       }
       const blocked = !candidate && data.promptFeedback?.blockReason !== undefined;
-      const finish = blocked ? 'content_filter' : mapGeminiFinishReason(candidate?.finishReason, toolCount > 0);
+      const finish = blocked
+        ? 'content_filter'
+        : mapGeminiFinishReason(candidate?.finishReason, toolCount > 0);
       if (finish) {
         finished = true;
         out.push({ type: 'finish', reason: finish });

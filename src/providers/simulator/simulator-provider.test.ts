@@ -83,7 +83,10 @@ describe('the simulator behaves like a model', () => {
     const answer = await complete(request());
     const events = await streamed(request());
     assert.equal(events[0]?.type, 'start');
-    assert.equal(events.map((event) => (event.type === 'text' ? event.text : '')).join(''), answer.choices[0]!.message.content);
+    assert.equal(
+      events.map((event) => (event.type === 'text' ? event.text : '')).join(''),
+      answer.choices[0]!.message.content,
+    );
     assert.deepEqual(events.at(-2), { type: 'finish', reason: 'stop' });
     assert.deepEqual(events.at(-1), { type: 'usage', usage: answer.usage });
 

@@ -236,8 +236,9 @@ export class ChatGateway {
   }
 
   /**
-   * Streams the answer to the sink chunk for chunk as the upstream sends it. Failures before the first chunk
-   * throw (the caller answers with an error status); after it, they end the stream with one error event.
+   * Streams the answer to the sink as canonical events, each upstream read's batch as it arrives (or, on the fast
+   * path, its chunks). Failures before the first event throw (the caller answers with an error status); after it,
+   * they end the stream with one error event.
    */
   async stream(admitted: Admitted, sink: StreamSink): Promise<void> {
     const { request, model, promptTokens, ctx } = admitted;

@@ -8,7 +8,7 @@
 export function textDeltaOf(data: Buffer): string | undefined {
   const end = data.length - SUFFIX.length;
   if (end < PREFIX.length + 1 + MIDDLE.length) return undefined;
-  if (data.compare(PREFIX, 0, PREFIX.length, 0, PREFIX.length) !== 0) return undefined;
+  if (!bytesAt(data, 0, PREFIX)) return undefined;
   // The index: a JSON integer (no sign, no leading zero).
   let at = PREFIX.length;
   const first = data[at]!;
@@ -16,8 +16,7 @@ export function textDeltaOf(data: Buffer): string | undefined {
   else if (first > ZERO && first <= NINE) while (at < end && data[at]! >= ZERO && data[at]! <= NINE) at++;
   else return undefined;
   if (at + MIDDLE.length > end) return undefined;
-  if (data.compare(MIDDLE, 0, MIDDLE.length, at, at + MIDDLE.length) !== 0) return undefined;
-  if (data.compare(SUFFIX, 0, SUFFIX.length, end, data.length) !== 0) return undefined;
+  if (!bytesAt(data, at, MIDDLE) || !bytesAt(data, end, SUFFIX)) return undefined;
   const start = at + MIDDLE.length;
   let escaped = false;
   for (let i = start; i < end; i++) {
@@ -35,6 +34,12 @@ export function textDeltaOf(data: Buffer): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** True when `data` holds `bytes` at `at` (a loop: Buffer.compare with offsets is a native call, dearer here). */
+function bytesAt(data: Buffer, at: number, bytes: Buffer): boolean {
+  for (let i = 0; i < bytes.length; i++) if (data[at + i] !== bytes[i]) return false;
+  return true;
 }
 
 const PREFIX = Buffer.from('{"type":"content_block_delta","index":');

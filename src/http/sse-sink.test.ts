@@ -48,6 +48,17 @@ const events = (write: string): unknown[] =>
       return data === '[DONE]' ? data : (JSON.parse(data) as unknown);
     });
 
+/** A usage chunk as the fast path hands it over parsed (`model` already the public id). */
+const parsedUsageChunk = (usage: Usage, extra: Record<string, unknown> = {}): ChatChunk => ({
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  created: 5,
+  model: 'public',
+  choices: [],
+  usage,
+  ...extra,
+});
+
 describe('chatCompletionsSink on the fast path', () => {
   it('writes what one read brought in one write, each chunk with the public model id', () => {
     const text = recorder();
@@ -71,14 +82,7 @@ describe('chatCompletionsSink on the fast path', () => {
 
   it('encodes parsed chunks by the canonical rules in the same write: the usage chunk once, when asked', () => {
     const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 };
-    const usageChunk = (): ChatChunk => ({
-      id: 'c1',
-      object: 'chat.completion.chunk',
-      created: 5,
-      model: 'public',
-      choices: [],
-      usage,
-    });
+    const usageChunk = (): ChatChunk => parsedUsageChunk(usage);
     const asked = recorder();
     const withUsage = chatCompletionsSink(asked, true, 'public');
     withUsage.passThrough!([raw({}), usageChunk()], 'public');
@@ -122,15 +126,7 @@ describe('chatCompletionsSink on the fast path', () => {
     const text = recorder();
     const sink = chatCompletionsSink(text, true, 'public');
     const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, prompt_tokens_details: {} };
-    const parsed: ChatChunk = {
-      id: 'c1',
-      object: 'chat.completion.chunk',
-      created: 5,
-      model: 'public',
-      choices: [],
-      usage,
-      system_fingerprint: 'fp_1',
-    };
+    const parsed = parsedUsageChunk(usage, { system_fingerprint: 'fp_1' });
     sink.passThrough!([parsed], 'public');
     assert.deepEqual(events(text.writes[0]!), [parsed]);
   });

@@ -1,6 +1,7 @@
 // The benchmark harness: `npm run bench` (add `--quick` for one short round, `--no-peer` to skip Portkey,
 // `--soak=SECONDS` for a memory soak, `--streams-only` for the stream sections alone, which then print and are not
-// written to docs/performance.md). Gateways are pinned to core 0, the mock upstream and this load
+// written to docs/performance.md; with it, `--cases=WORD` keeps the CPU-per-stream cases whose upstream names WORD,
+// e.g. `--cases=anthropic`, and `--slow-streams=0` leaves out the slow-stream memory test). Gateways are pinned to core 0, the mock upstream and this load
 // generator to core 1. Results go to docs/performance.md; exit status 1 if Tollgate answered anything but 200.
 import { execFileSync, execSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,6 +30,11 @@ const PEER = !args.has('--no-peer');
 const STREAMS_ONLY = args.has('--streams-only');
 /** Another checkout (with node_modules) whose Tollgate is measured beside this one in the stream cases: before/after. */
 const BASELINE = [...args].find((a) => a.startsWith('--baseline='))?.slice(11);
+/** `--cases=WORD`: only the CPU-per-stream cases whose upstream's name contains WORD (any case). */
+const CASES = [...args]
+  .find((a) => a.startsWith('--cases='))
+  ?.slice(8)
+  .toLowerCase();
 const SOAK_SECONDS = Number([...args].find((a) => a.startsWith('--soak='))?.slice(7) ?? 0);
 const ROUNDS = QUICK ? 1 : 3;
 /** Each round measures CPU in this many closed-loop slices per target, alternating between targets. */
@@ -215,7 +221,7 @@ async function main(): Promise<void> {
     const bareTarget = targets[1]!;
     if (STREAMS_ONLY) {
       const cases = await streamCpu(bareTarget, tollgate.target, baseline?.target);
-      const slow = await slowStreams(tollgate.target, SLOW_STREAMS);
+      const slow = SLOW_STREAMS > 0 ? await slowStreams(tollgate.target, SLOW_STREAMS) : undefined;
       log(streamSections(cases, slow).join('\n'));
       return;
     }
@@ -376,7 +382,7 @@ async function matchSimulator(tollgate: Target, c: StreamCase): Promise<void> {
  * alternating slices (the order reversed every other slice), as the non-streamed measurement does.
  */
 async function streamCpu(bare: Target, tollgate: Target, before?: Target): Promise<StreamCase[]> {
-  const cases = streamCases();
+  const cases = streamCases().filter((c) => CASES === undefined || c.upstream.toLowerCase().includes(CASES));
   for (const c of cases) if (c.upstream === 'simulator') await matchSimulator(tollgate, c);
   for (let round = 1; round <= ROUNDS; round++) {
     log(`streams: CPU per stream, round ${round}/${ROUNDS} …`);
@@ -478,9 +484,8 @@ async function slowStreams(target: Target, count: number): Promise<Slow> {
 }
 
 /** The stream sections of docs/performance.md. */
-function streamSections(cases: StreamCase[], slow: Slow): string[] {
+function streamSections(cases: StreamCase[], slow: Slow | undefined): string[] {
   const target = (c: StreamCase): number => (c.upstream.startsWith('Anthropic') ? 2 : 1.3);
-  const perStreamKiB = ((slow.openMiB - slow.baselineMiB) * 1024) / slow.streams;
   const withBefore = cases.some((c) => c.beforeMicros.length > 0);
   const before = (c: StreamCase): string =>
     withBefore ? ` ${median(c.beforeMicros).toFixed(0)} | ${median(c.beforeRatios).toFixed(2)}× |` : '';
@@ -502,6 +507,13 @@ function streamSections(cases: StreamCase[], slow: Slow): string[] {
         `| ${c.upstream} | ${c.chunks} | ${c.concurrency} | ${median(c.tollgateMicros).toFixed(0)} | ${median(c.bareMicros).toFixed(0)} | ${median(c.ratios).toFixed(2)}×${spread(c.ratios, 2)} | ≤ ${target(c)}× | ${median(c.ratios) <= target(c) ? 'yes' : 'no'}${c.non200 > 0 ? ` (${c.non200} non-200)` : ''} |${before(c)}`,
     ),
     '',
+    ...(slow === undefined ? [] : slowSection(slow)),
+  ];
+}
+
+function slowSection(slow: Slow): string[] {
+  const perStreamKiB = ((slow.openMiB - slow.baselineMiB) * 1024) / slow.streams;
+  return [
     `## ${slow.streams} concurrent slow streams on one Tollgate instance`,
     '',
     `- Each: the simulator at one chunk a second, about ten chunks; opened 500 every 250 ms; ${slow.seconds.toFixed(0)} s in all`,

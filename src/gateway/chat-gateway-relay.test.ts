@@ -1,5 +1,5 @@
-// The stream relay of ChatGateway, in process: a scripted upstream stream in, the exact SSE text out (through the
-// chat-completions front door's encoder, as the chat endpoint writes it).
+// The stream relay of ChatGateway, in process: a scripted stream of canonical event batches in, the exact SSE text
+// out (through the chat-completions front door's encoder, as the chat endpoint writes it).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
@@ -12,7 +12,8 @@ import type { AccountRecord, ApiKeyRecord, Settlement } from '../store/records.t
 import { newAccountRecord } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { HoldBook } from '../billing/hold-book.ts';
-import type { ChatChunk, ChatRequest } from './chat-types.ts';
+import type { ChatChunk, ChatRequest, FinishReason, Usage } from './chat-types.ts';
+import type { EventBatch, StreamEvent } from './stream-event.ts';
 import { type Admitted, ChatGateway } from './chat-gateway.ts';
 import { countTextTokens } from './count-tokens.ts';
 import { chatRequestOf } from './testing.ts';
@@ -32,13 +33,17 @@ const MODEL: ModelConfig = {
   fallbacks: [],
 };
 
-const chunk = (content: string | undefined, extra: Partial<ChatChunk> = {}): ChatChunk => ({
-  id: 'chatcmpl-up1',
-  object: 'chat.completion.chunk',
-  created: 1_700_000_000,
-  model: 'upstream-model-name',
-  choices: [{ index: 0, delta: content === undefined ? {} : { content }, finish_reason: null }],
-  ...extra,
+// Canonical events, as a provider hands them over.
+const start: StreamEvent = { type: 'start', id: 'chatcmpl-up1', created: 1_700_000_000 };
+const text = (value: string): StreamEvent => ({ type: 'text', text: value });
+const finish = (reason: FinishReason): StreamEvent => ({ type: 'finish', reason });
+const usageEvent = (usage: Usage): StreamEvent => ({ type: 'usage', usage });
+const tool = (index: number, args: string, id?: string, name?: string): StreamEvent => ({
+  type: 'tool',
+  index,
+  id,
+  name,
+  args,
 });
 
 interface ErrorEvent {
@@ -94,10 +99,12 @@ class Sink implements TextSink {
 }
 
 /** The chat-completions encoder over the captured text, as the chat endpoint builds it. */
-const sse = (sink: Sink, admitted: Admitted) => chatCompletionsSink(sink, admitted.request.includeUsage);
+const sse = (sink: Sink, admitted: Admitted) =>
+  chatCompletionsSink(sink, admitted.request.includeUsage, admitted.request.model);
 
+/** `batches`: what each upstream read brought (an Error: the stream fails there). */
 function setup(
-  chunks: (ChatChunk | Error)[],
+  batches: (EventBatch | Error)[],
   options: { includeUsage?: boolean; onChunk?: (index: number) => void; openFails?: Error } = {},
 ) {
   const settled: Settlement[] = [];
@@ -112,8 +119,8 @@ function setup(
   const signals: AbortSignal[] = [];
   // The request arrived 50 ms ago; the upstream call started 20 ms after it.
   const arrivedAt = performance.now() - 50;
-  const [first, ...rest] = chunks;
-  async function* more(): AsyncGenerator<ChatChunk> {
+  const [first, ...rest] = batches;
+  async function* more(): AsyncGenerator<EventBatch> {
     let index = 1;
     for (const item of rest) {
       options.onChunk?.(index++);
@@ -126,7 +133,7 @@ function setup(
       signals.push(signal);
       if (options.openFails) throw options.openFails;
       return {
-        result: { first: first as ChatChunk, rest: more() },
+        result: { first: first as EventBatch, rest: more() },
         deployment: 'sim/model-b',
         provider: 'sim',
         attempts: 1,
@@ -173,15 +180,8 @@ function setup(
 }
 
 describe('the stream relay', () => {
-  it('relays every chunk under the public model id, then data: [DONE]', async () => {
-    const { gateway, admitted, settled } = setup([
-      chunk(undefined, {
-        choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
-      }),
-      chunk('Hel'),
-      chunk('lo'),
-      chunk(undefined, { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }),
-    ]);
+  it('relays every event as a chunk under the public model id, then data: [DONE]', async () => {
+    const { gateway, admitted, settled } = setup([[start], [text('Hel')], [text('lo')], [finish('stop')]]);
     const sink = new Sink();
     await gateway.stream(admitted, sse(sink, admitted));
     const events = sink.events();
@@ -196,6 +196,11 @@ describe('the stream relay', () => {
     }
     assert.equal(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), 'Hello');
     assert.equal(chunks.at(-1)?.choices[0]?.finish_reason, 'stop');
+    assert.deepEqual(
+      chunks[0]?.choices[0]?.delta,
+      { role: 'assistant', content: '' },
+      'start: the role chunk',
+    );
     assert.ok(sink.ended);
     assert.equal(sink.headers?.['x-ratelimit-limit-requests'], '10');
     assert.match(sink.headers?.['x-tollgate-overhead-ms'] ?? '', /^\d+\.\d{3}$/);
@@ -211,15 +216,14 @@ describe('the stream relay', () => {
   it('bills the upstream usage when it reports one, and hides it from a client that did not ask', async () => {
     const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
     const { gateway, admitted, settled } = setup([
-      chunk('a'),
-      chunk('b', { usage }),
-      chunk(undefined, { choices: [], usage }),
+      [start, text('a')],
+      [text('b'), usageEvent(usage)],
     ]);
     const sink = new Sink();
     await gateway.stream(admitted, sse(sink, admitted));
     const events = sink.events();
     assert.deepEqual(events.at(-1), '[DONE]');
-    assert.equal(events.length, 3, 'the usage-only chunk is not forwarded');
+    assert.equal(events.length, 4, 'the usage chunk is not forwarded');
     for (const e of events.slice(0, -1)) assert.equal('usage' in parseChunk(e), false);
     assert.equal(settled[0]?.promptTokens, 11);
     assert.equal(settled[0]?.completionTokens, 22);
@@ -228,34 +232,32 @@ describe('the stream relay', () => {
 
   it('forwards the upstream usage chunk to a client that asked (include_usage), once', async () => {
     const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
-    const { gateway, admitted } = setup(
-      [chunk('a', { usage: null }), chunk(undefined, { choices: [], usage })],
-      { includeUsage: true },
-    );
-    const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
-    const events = sink.events();
-    assert.equal(events.length, 3);
-    assert.equal(parseChunk(events[0]!).usage, null);
-    assert.deepEqual(parseChunk(events[1]!).usage, usage);
-    assert.deepEqual(parseChunk(events[1]!).choices, []);
-    assert.equal(events[2], '[DONE]');
-  });
-
-  it('makes the usage chunk itself when the client asked and the upstream sent none', async () => {
-    const { gateway, admitted } = setup([chunk('Hello'), chunk(' world')], { includeUsage: true });
+    const { gateway, admitted } = setup([[start, text('a')], [usageEvent(usage)]], { includeUsage: true });
     const sink = new Sink();
     await gateway.stream(admitted, sse(sink, admitted));
     const events = sink.events();
     assert.equal(events.length, 4);
-    const last = parseChunk(events[2]!);
+    assert.equal('usage' in parseChunk(events[1]!), false);
+    assert.deepEqual(parseChunk(events[2]!).usage, usage);
+    assert.deepEqual(parseChunk(events[2]!).choices, []);
+    assert.equal(parseChunk(events[2]!).model, 'model-b');
+    assert.equal(events[3], '[DONE]');
+  });
+
+  it('makes the usage chunk itself when the client asked and the upstream sent none', async () => {
+    const { gateway, admitted } = setup([[start, text('Hello')], [text(' world')]], { includeUsage: true });
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    const events = sink.events();
+    assert.equal(events.length, 5);
+    const last = parseChunk(events[3]!);
     assert.equal(last.id, 'chatcmpl-up1');
     assert.equal(last.object, 'chat.completion.chunk');
     assert.equal(last.created, 1_700_000_000);
     assert.equal(last.model, 'model-b');
     assert.deepEqual(last.choices, []);
     assert.deepEqual(last.usage, { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 });
-    assert.equal(events[3], '[DONE]');
+    assert.equal(events[4], '[DONE]');
   });
 
   it('counts tool-call deltas as generated text', async () => {
@@ -266,27 +268,30 @@ describe('the stream relay', () => {
       function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
     };
     const { gateway, admitted, settled } = setup([
-      chunk(undefined, { choices: [{ index: 0, delta: { tool_calls: [call] }, finish_reason: null }] }),
-      chunk(undefined, {
-        choices: [
-          { index: 0, delta: { tool_calls: [{ index: 0, function: {} }] }, finish_reason: 'tool_calls' },
-        ],
-      }),
+      [start, tool(0, call.function.arguments, call.id, call.function.name)],
+      [tool(0, ''), finish('tool_calls')],
     ]);
     const sink = new Sink();
     await gateway.stream(admitted, sse(sink, admitted));
     assert.ok((settled[0]?.completionTokens ?? 0) >= 3, `tokens ${settled[0]?.completionTokens}`);
-    assert.deepEqual(parseChunk(sink.events()[0]!).choices[0]?.delta.tool_calls, [call]);
+    assert.deepEqual(parseChunk(sink.events()[1]!).choices[0]?.delta.tool_calls, [call]);
+    assert.deepEqual(parseChunk(sink.events()[2]!).choices[0]?.delta.tool_calls, [
+      { index: 0, function: { arguments: '' } },
+    ]);
   });
 
   it('a failure mid-stream ends it with one error event and no [DONE]; the request is billed as an error', async () => {
-    const { gateway, admitted, settled } = setup([chunk('Hel'), chunk('lo'), new Error('socket hang up')]);
+    const { gateway, admitted, settled } = setup([
+      [start, text('Hel')],
+      [text('lo')],
+      new Error('socket hang up'),
+    ]);
     const sink = new Sink();
     await gateway.stream(admitted, sse(sink, admitted));
     const events = sink.events();
-    assert.equal(events.length, 3);
+    assert.equal(events.length, 4);
     assert.ok(!sink.text.includes('[DONE]'));
-    const error = parseError(events[2]!);
+    const error = parseError(events[3]!);
     assert.equal(error.code, 'provider_error');
     assert.equal(error.type, 'api_error');
     assert.equal(typeof error.message, 'string');
@@ -298,7 +303,7 @@ describe('the stream relay', () => {
 
   it('stops reading when the client goes: cancelled, no [DONE]', async () => {
     const sink = new Sink();
-    const { gateway, admitted, settled } = setup([chunk('a'), chunk('b'), chunk('c'), chunk('d')], {
+    const { gateway, admitted, settled } = setup([[text('a')], [text('b')], [text('c')], [text('d')]], {
       onChunk: (index) => {
         if (index === 2) sink.close();
       },
@@ -310,7 +315,7 @@ describe('the stream relay', () => {
   });
 
   it('waits for the client to drain when a write reports back-pressure', async () => {
-    const { gateway, admitted } = setup([chunk('a'), chunk('b'), chunk('c')]);
+    const { gateway, admitted } = setup([[text('a')], [text('b')], [text('c')]]);
     const sink = new Sink(1);
     await gateway.stream(admitted, sse(sink, admitted));
     assert.equal(sink.drains, 2);
@@ -318,7 +323,7 @@ describe('the stream relay', () => {
   });
 
   it('reports the overhead before the upstream call (header and metric) and the time to first token', async () => {
-    const { gateway, admitted, settled, observed } = setup([chunk('a')]);
+    const { gateway, admitted, settled, observed } = setup([[text('a')]]);
     const sink = new Sink();
     const before = performance.now();
     await gateway.stream(admitted, sse(sink, admitted));
@@ -334,7 +339,7 @@ describe('the stream relay', () => {
 
   it('an upstream that cannot be opened throws, and the request is settled as an error with nothing billed', async () => {
     const failure = new Error('no deployment answered');
-    const { gateway, admitted, settled } = setup([chunk('a')], { openFails: failure });
+    const { gateway, admitted, settled } = setup([[text('a')]], { openFails: failure });
     const sink = new Sink();
     await assert.rejects(gateway.stream(admitted, sse(sink, admitted)), (error) => error === failure);
     assert.equal(sink.headers, undefined, 'nothing was sent');
@@ -348,7 +353,7 @@ describe('the stream relay', () => {
   it('a client that leaves aborts the upstream call; an upstream failure after that writes nothing', async () => {
     const sink = new Sink();
     const { gateway, admitted, settled, signals, logs } = setup(
-      [chunk('a'), chunk('b'), new Error('aborted')],
+      [[text('a')], [text('b')], new Error('aborted')],
       {
         onChunk: (index) => {
           if (index === 2) sink.close();
@@ -364,7 +369,7 @@ describe('the stream relay', () => {
   });
 
   it('a failure mid-stream is logged with the request id and the deployment', async () => {
-    const { gateway, admitted, logs } = setup([chunk('a'), new Error('socket hang up')]);
+    const { gateway, admitted, logs } = setup([[text('a')], new Error('socket hang up')]);
     const sink = new Sink();
     await gateway.stream(admitted, sse(sink, admitted));
     assert.match(parseError(sink.events().at(-1)!).message, /incomplete/);
@@ -375,22 +380,21 @@ describe('the stream relay', () => {
     assert.equal(warning?.err?.message, 'socket hang up');
   });
 
-  it('keeps the upstream usage when a later chunk carries none', async () => {
+  it('keeps the upstream usage when events follow it', async () => {
     const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
-    const { gateway, admitted, settled } = setup([chunk('a', { usage }), chunk('b', { usage: null })]);
+    const { gateway, admitted, settled } = setup([[text('a'), usageEvent(usage)], [text('b')]]);
     await gateway.stream(admitted, sse(new Sink(), admitted));
     assert.equal(settled[0]?.promptTokens, 11);
     assert.equal(settled[0]?.completionTokens, 22);
     assert.equal(settled[0]?.estimated, false);
   });
 
-  it('a chunk whose choice has no delta is relayed, not a failure', async () => {
-    const bare = chunk(undefined);
-    delete (bare.choices[0] as { delta?: unknown }).delta;
-    const { gateway, admitted, settled } = setup([chunk('a'), bare]);
+  it('relays a batch of several events in one write', async () => {
+    const { gateway, admitted, settled } = setup([[start, text('a'), text('b'), finish('stop')]]);
     const sink = new Sink();
     await gateway.stream(admitted, sse(sink, admitted));
-    assert.equal(sink.events().at(-1), '[DONE]');
+    assert.equal(sink.events().length, 5);
+    assert.equal(sink.writes, 2, 'the batch, then [DONE]');
     assert.equal(settled[0]?.status, 'ok');
   });
 
@@ -402,25 +406,9 @@ describe('the stream relay', () => {
       function: { name: 'get_weather', arguments: '{"city":' },
     };
     const { gateway, admitted, settled } = setup([
-      chunk(undefined, { choices: [{ index: 0, delta: { tool_calls: [call] }, finish_reason: null }] }),
-      chunk(undefined, {
-        choices: [
-          {
-            index: 0,
-            delta: { tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] },
-            finish_reason: null,
-          },
-        ],
-      }),
-      chunk(undefined, {
-        choices: [
-          {
-            index: 0,
-            delta: { tool_calls: [{ index: 0, function: {} }, { index: 1 }] },
-            finish_reason: 'tool_calls',
-          },
-        ],
-      }),
+      [tool(0, call.function.arguments, call.id, call.function.name)],
+      [tool(0, '"Paris"}')],
+      [tool(0, ''), tool(1, ''), finish('tool_calls')],
     ]);
     await gateway.stream(admitted, sse(new Sink(), admitted));
     assert.equal(settled[0]?.completionTokens, countTextTokens('get_weather{"city":"Paris"}'));
@@ -433,18 +421,12 @@ describe('the stream relay', () => {
       total_tokens: 33,
       prompt_tokens_details: { cached_tokens: 3 },
     };
-    const { gateway, admitted } = setup(
-      [chunk('a'), chunk(undefined, { choices: [], usage, system_fingerprint: 'fp_1' })],
-      {
-        includeUsage: true,
-      },
-    );
+    const { gateway, admitted } = setup([[start, text('a')], [usageEvent(usage)]], { includeUsage: true });
     const sink = new Sink();
     await gateway.stream(admitted, sse(sink, admitted));
     const events = sink.events();
-    assert.equal(events.length, 3);
-    assert.deepEqual(parseChunk(events[1]!).usage, usage);
-    assert.equal(parseChunk(events[1]!)['system_fingerprint'], 'fp_1');
+    assert.equal(events.length, 4);
+    assert.deepEqual(parseChunk(events[2]!).usage, usage);
   });
 });
 

@@ -20,6 +20,7 @@ import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
 import { rateLimitHeaders } from './rate-limit-headers.ts';
 import { type PassChunk, RawChunk } from './raw-chunk.ts';
+import type { EventBatch, StreamEvent } from './stream-event.ts';
 import type { StreamSink } from './stream-sink.ts';
 import { utcDay } from '../shared/time.ts';
 import { formatUsd } from '../shared/money.ts';
@@ -235,8 +236,9 @@ export class ChatGateway {
   }
 
   /**
-   * Streams the answer to the sink chunk for chunk as the upstream sends it. Failures before the first chunk
-   * throw (the caller answers with an error status); after it, they end the stream with one error event.
+   * Streams the answer to the sink as canonical events, each upstream read's batch as it arrives (or, on the fast
+   * path, its chunks). Failures before the first event throw (the caller answers with an error status); after it,
+   * they end the stream with one error event.
    */
   async stream(admitted: Admitted, sink: StreamSink): Promise<void> {
     const { request, model, promptTokens, ctx } = admitted;
@@ -259,7 +261,7 @@ export class ChatGateway {
     this.#o.metrics.overhead.observe(overheadMs / 1000);
     sink.open({ ...admitted.headers, ...answerHeaders(overheadMs, undefined) });
 
-    const relay = { generated: '', usage: undefined as ChatChunk['usage'] };
+    const relay: RelayState = { generated: '', usage: undefined };
     let status: UsageStatus = 'ok';
     const stream = opened.result;
     let failure: unknown;
@@ -317,9 +319,10 @@ export class ChatGateway {
     sink.end();
   }
 
-  async #relay(chunk: ChatChunk, request: ChatRequest, sink: StreamSink, state: RelayState): Promise<void> {
-    meter(chunk, request, state);
-    if (!sink.chunk(chunk)) await sink.drain(this.#o.config.timeouts.idleStreamMs);
+  /** One upstream read's canonical events: metered, then handed to the front door in one call. */
+  async #relay(batch: EventBatch, request: ChatRequest, sink: StreamSink, state: RelayState): Promise<void> {
+    for (const event of batch) meterEvent(event, state);
+    if (!sink.events(batch)) await sink.drain(this.#o.config.timeouts.idleStreamMs);
   }
 
   /**
@@ -430,7 +433,24 @@ interface RelayState {
   usage: ChatChunk['usage'];
 }
 
-/** Counts a chunk toward the answer (its usage, or the text to estimate from); a parsed one gets the public id. */
+/** Counts a canonical event toward the answer: the upstream's usage, or the text to estimate from. */
+function meterEvent(event: StreamEvent, state: RelayState): void {
+  switch (event.type) {
+    case 'text':
+      state.generated += event.text;
+      break;
+    case 'tool':
+      state.generated += (event.name ?? '') + event.args;
+      break;
+    case 'usage':
+      state.usage = event.usage;
+      break;
+    default:
+      break;
+  }
+}
+
+/** The fast path's metering of a chunk (as meterEvent); a parsed one gets the public id. */
 function meter(chunk: PassChunk, request: ChatRequest, state: RelayState): void {
   if (chunk instanceof RawChunk) {
     state.generated += chunk.text;

@@ -1,6 +1,7 @@
 import type { GatewayError } from '../shared/gateway-error.ts';
-import type { ChatChunk, Usage } from './chat-types.ts';
+import type { Usage } from './chat-types.ts';
 import type { PassChunk } from './raw-chunk.ts';
+import type { StreamEvent } from './stream-event.ts';
 
 /** Where a streamed answer's text goes: the HTTP layer's SSE writer, or anything else that can take text. */
 export interface TextSink {
@@ -23,16 +24,17 @@ export interface TextSink {
 }
 
 /**
- * The canonical events of a streamed answer, as the gateway hands them to a front door, which writes them in
- * its own protocol (chat-completion chunks, Responses events, Messages events). The gateway writes no wire text.
- * Order: open, chunk…, then complete (a whole answer) or fail (an upstream that broke after its first chunk), end.
+ * A streamed answer as the gateway hands it to a front door, which writes it in its own protocol (chat-completion
+ * chunks, Responses events, Messages events). The gateway writes no wire text.
+ * Order: open, events…, then complete (a whole answer) or fail (an upstream that broke after its first event), end.
  */
 export interface StreamSink extends Omit<TextSink, 'write'> {
   /**
-   * One upstream chunk, `model` already the public id: its content and tool-call deltas, its finish reason, and
-   * the upstream's usage when it carries it. False when the client is not keeping up (await drain).
+   * The canonical events one upstream read brought (stream-event.ts), in order, to be written as one piece. The
+   * answer's public model id is the front door's to write (it has the admitted request). False when the client is
+   * not keeping up (await drain).
    */
-  chunk(chunk: ChatChunk): boolean;
+  events(batch: readonly StreamEvent[]): boolean;
   /**
    * The fast path, offered only by a front door whose protocol is chat completions: the chunks one upstream read
    * completed (parsed ones with `model` already the public id, raw ones with `model` to be set to `model`), written
@@ -41,6 +43,6 @@ export interface StreamSink extends Omit<TextSink, 'write'> {
   passThrough?(batch: readonly PassChunk[], model: string): boolean;
   /** The answer is whole; `usage` is the upstream's, or the gateway's own count when it sent none. */
   complete(usage: Usage): void;
-  /** The upstream failed after the first chunk: the answer is incomplete. */
+  /** The error event: the upstream failed after its first event, and the answer is incomplete. */
   fail(error: GatewayError): void;
 }

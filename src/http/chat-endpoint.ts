@@ -20,7 +20,8 @@ const chatDoor: FrontDoor = {
   idHeaders: (requestId) => ({ 'x-request-id': requestId }),
   exchange: (body) => ({
     chatBody: body,
-    streamSink: (text, admitted) => chatCompletionsSink(text, admitted.request.includeUsage),
+    streamSink: (text, admitted) =>
+      chatCompletionsSink(text, admitted.request.includeUsage, admitted.request.model),
     answer: (completion) => completion,
   }),
   errorBody: (error) => error.toBody(),

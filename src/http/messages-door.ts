@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Admitted } from '../gateway/chat-gateway.ts';
-import type { ChatChunk, ChatCompletion, FinishReason, Usage } from '../gateway/chat-types.ts';
+import type { ChatCompletion, FinishReason, Usage } from '../gateway/chat-types.ts';
+import type { ToolEvent } from '../gateway/stream-event.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { bearerToken } from './auth-hook.ts';
@@ -322,6 +323,39 @@ function messagesSink(text: TextSink, admitted: Admitted): StreamSink {
     block = undefined;
   };
 
+  /** A text delta: opens a text block first when a tool block (or none) was open. */
+  const sendText = (content: string): boolean => {
+    if (block !== 'text') {
+      stop();
+      block = 'text';
+      send('content_block_start', { index: ++index, content_block: { type: 'text', text: '' } });
+    }
+    return send('content_block_delta', { index, delta: { type: 'text_delta', text: content } });
+  };
+
+  /** A tool-call delta: its first piece opens a tool_use block, argument fragments go to the open one. */
+  const sendTool = (call: ToolEvent): boolean => {
+    if (!calls.has(call.index)) {
+      stop();
+      block = 'tool';
+      calls.set(call.index, ++index);
+      send('content_block_start', {
+        index,
+        content_block: {
+          type: 'tool_use',
+          id: call.id ?? `toolu_${randomBytes(12).toString('hex')}`,
+          name: call.name ?? '',
+          input: {},
+        },
+      });
+    }
+    if (calls.get(call.index) !== index || block !== 'tool' || call.args === '') return true;
+    return send('content_block_delta', {
+      index,
+      delta: { type: 'input_json_delta', partial_json: call.args },
+    });
+  };
+
   return {
     open(headers) {
       text.open(headers);
@@ -339,41 +373,12 @@ function messagesSink(text: TextSink, admitted: Admitted): StreamSink {
       });
       send('ping', {});
     },
-    chunk(chunk: ChatChunk) {
+    events(batch) {
       let ready = true;
-      const choice = chunk.choices[0];
-      if (choice === undefined) return ready;
-      if (choice.finish_reason !== null && choice.finish_reason !== undefined) finish = choice.finish_reason;
-      const content = choice.delta?.content;
-      if (typeof content === 'string' && content !== '') {
-        if (block !== 'text') {
-          stop();
-          block = 'text';
-          send('content_block_start', { index: ++index, content_block: { type: 'text', text: '' } });
-        }
-        ready = send('content_block_delta', { index, delta: { type: 'text_delta', text: content } });
-      }
-      for (const call of choice.delta?.tool_calls ?? []) {
-        if (!calls.has(call.index)) {
-          stop();
-          block = 'tool';
-          calls.set(call.index, ++index);
-          send('content_block_start', {
-            index,
-            content_block: {
-              type: 'tool_use',
-              id: call.id ?? `toolu_${randomBytes(12).toString('hex')}`,
-              name: call.function?.name ?? '',
-              input: {},
-            },
-          });
-        }
-        const args = call.function?.arguments;
-        if (calls.get(call.index) === index && block === 'tool' && typeof args === 'string' && args !== '')
-          ready = send('content_block_delta', {
-            index,
-            delta: { type: 'input_json_delta', partial_json: args },
-          });
+      for (const event of batch) {
+        if (event.type === 'finish') finish = event.reason;
+        else if (event.type === 'text' && event.text !== '') ready = sendText(event.text) && ready;
+        else if (event.type === 'tool') ready = sendTool(event) && ready;
       }
       return ready;
     },

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Admitted } from '../gateway/chat-gateway.ts';
-import type { ChatChunk, FinishReason, ToolCall, Usage } from '../gateway/chat-types.ts';
+import type { FinishReason, ToolCall, Usage } from '../gateway/chat-types.ts';
+import type { ToolEvent } from '../gateway/stream-event.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { bearerToken } from './auth-hook.ts';
@@ -349,6 +350,51 @@ function responsesSink(text: TextSink, echo: Json, admitted: Admitted): StreamSi
     open = undefined;
   };
 
+  /** A content delta: opens the message item first when a call (or nothing) was open. */
+  const sendText = (content: string): boolean => {
+    if (open?.kind !== 'message') {
+      close();
+      const item = messageItem(itemId('msg'), null, 'in_progress');
+      open = { kind: 'message', index: output.length, item, text: '' };
+      output.push(item);
+      send('response.output_item.added', { output_index: open.index, item });
+      send('response.content_part.added', {
+        item_id: item['id'],
+        output_index: open.index,
+        content_index: 0,
+        part: outputText(''),
+      });
+    }
+    open.text += content;
+    return send('response.output_text.delta', {
+      item_id: open.item['id'],
+      output_index: open.index,
+      content_index: 0,
+      delta: content,
+      logprobs: [],
+    });
+  };
+
+  /** A tool-call delta: its first piece opens a function_call item, argument fragments go to the open one. */
+  const sendTool = (call: ToolEvent): boolean => {
+    let item = calls.get(call.index);
+    if (item === undefined) {
+      close();
+      item = callItem(itemId('fc'), call.id ?? itemId('call'), call.name ?? '', '', 'in_progress');
+      calls.set(call.index, item);
+      open = { kind: 'call', index: output.length, item, text: '' };
+      output.push(item);
+      send('response.output_item.added', { output_index: open.index, item: { ...item } });
+    }
+    if (open?.item !== item || call.args === '') return true;
+    open.text += call.args;
+    return send('response.function_call_arguments.delta', {
+      item_id: item['id'],
+      output_index: open.index,
+      delta: call.args,
+    });
+  };
+
   return {
     open(headers) {
       text.open(headers);
@@ -356,60 +402,12 @@ function responsesSink(text: TextSink, echo: Json, admitted: Admitted): StreamSi
       send('response.created', { response });
       send('response.in_progress', { response });
     },
-    chunk(chunk: ChatChunk) {
+    events(batch) {
       let ready = true;
-      const choice = chunk.choices[0];
-      if (choice === undefined) return ready;
-      if (choice.finish_reason !== null && choice.finish_reason !== undefined) finish = choice.finish_reason;
-      const content = choice.delta?.content;
-      if (typeof content === 'string' && content !== '') {
-        if (open?.kind !== 'message') {
-          close();
-          const item = messageItem(itemId('msg'), null, 'in_progress');
-          open = { kind: 'message', index: output.length, item, text: '' };
-          output.push(item);
-          send('response.output_item.added', { output_index: open.index, item });
-          send('response.content_part.added', {
-            item_id: item['id'],
-            output_index: open.index,
-            content_index: 0,
-            part: outputText(''),
-          });
-        }
-        open.text += content;
-        ready = send('response.output_text.delta', {
-          item_id: open.item['id'],
-          output_index: open.index,
-          content_index: 0,
-          delta: content,
-          logprobs: [],
-        });
-      }
-      for (const call of choice.delta?.tool_calls ?? []) {
-        let item = calls.get(call.index);
-        if (item === undefined) {
-          close();
-          item = callItem(
-            itemId('fc'),
-            call.id ?? itemId('call'),
-            call.function?.name ?? '',
-            '',
-            'in_progress',
-          );
-          calls.set(call.index, item);
-          open = { kind: 'call', index: output.length, item, text: '' };
-          output.push(item);
-          send('response.output_item.added', { output_index: open.index, item: { ...item } });
-        }
-        const delta = call.function?.arguments;
-        if (open?.item === item && typeof delta === 'string' && delta !== '') {
-          open.text += delta;
-          ready = send('response.function_call_arguments.delta', {
-            item_id: item['id'],
-            output_index: open.index,
-            delta,
-          });
-        }
+      for (const event of batch) {
+        if (event.type === 'finish') finish = event.reason;
+        else if (event.type === 'text' && event.text !== '') ready = sendText(event.text) && ready;
+        else if (event.type === 'tool') ready = sendTool(event) && ready;
       }
       return ready;
     },

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ChatChunk } from '../gateway/chat-types.ts';
 import { type PassChunk, RawChunk } from '../gateway/raw-chunk.ts';
+import type { ToolEvent } from '../gateway/stream-event.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 
 /**
@@ -68,19 +69,27 @@ export function createSseSink(response: ServerResponse, baseHeaders: Record<stri
 }
 
 /**
- * The chat-completions front door's encoder: each chunk as one `data:` line, as the upstream sent it (but for the
- * public model id); the usage chunk only when the client asked for it (`stream_options.include_usage`), once;
- * `[DONE]` at the end; an upstream failure mid-way as one error event, without `[DONE]`. On the fast path a raw
- * chunk's bytes are copied with only its `model` value replaced (and `"usage":null` left out for a client that did
- * not ask for usage), and what one upstream read brought goes out in one write.
+ * The chat-completions front door's encoder. Canonical events become chunks, each one `data:` line: `start` the
+ * role chunk, `text` a content delta, `tool` a tool-call delta, `finish` the finish reason, `usage` the usage chunk
+ * (only when the client asked for it, `stream_options.include_usage`, and once); `[DONE]` at the end; an upstream
+ * failure mid-way as one error event, without `[DONE]`. Every chunk's `"id"…"choices":` head is made once per stream
+ * (at `start`: id, created, the public model) and each chunk is that head and a template around its one variable
+ * value, and what one upstream read brought goes out in one write. On the fast path a raw chunk's bytes are copied
+ * with only its `model` value replaced (and `"usage":null` left out for a client that did not ask for usage), and a
+ * parsed one is written as it came but for `model`.
  */
-export function chatCompletionsSink(text: TextSink, includeUsage: boolean): StreamSink {
+export function chatCompletionsSink(text: TextSink, includeUsage: boolean, answerModel: string): StreamSink {
   let first: PassChunk | undefined;
   let forwardedUsage = false;
   /** `[DONE]`, once the answer is whole, when the text sink can write it with the end of the body. */
   let done: string | undefined;
   let model: string | undefined;
   let modelBytes = EMPTY;
+  /** The canonical chunks' common start, `data: {"id":…,"model":…,"choices":`, once the stream's start came. */
+  let head = '';
+  const modelJson = JSON.stringify(answerModel);
+  const headOf = (id: string, created: number): string =>
+    `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${modelJson},"choices":`;
   /** A parsed chunk's event, or undefined when it is not for this client. */
   const encode = (chunk: ChatChunk): string | undefined => {
     if (!includeUsage) {
@@ -94,10 +103,32 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean): Stre
   };
   return {
     open: (headers) => text.open(headers),
-    chunk(chunk) {
-      first ??= chunk;
-      const event = encode(chunk);
-      return event === undefined || text.write(event);
+    events(batch) {
+      let out = '';
+      for (const event of batch) {
+        if (event.type === 'start') head = headOf(event.id, event.created);
+        else if (head === '') head = headOf('', Math.floor(Date.now() / 1000));
+        switch (event.type) {
+          case 'start':
+            out += `${head}[{"index":0,"delta":{"role":"assistant","content":""}${OPEN_CHOICE_END}`;
+            break;
+          case 'text':
+            out += `${head}[{"index":0,"delta":{"content":${JSON.stringify(event.text)}}${OPEN_CHOICE_END}`;
+            break;
+          case 'tool':
+            out += `${head}[{"index":0,"delta":{"tool_calls":[${toolCallJson(event)}]}${OPEN_CHOICE_END}`;
+            break;
+          case 'finish':
+            out += `${head}[{"index":0,"delta":{},"finish_reason":"${event.reason}"}]}\n\n`;
+            break;
+          case 'usage':
+            if (!includeUsage) break;
+            forwardedUsage = true;
+            out += `${head}[],"usage":${JSON.stringify(event.usage)}}\n\n`;
+            break;
+        }
+      }
+      return out === '' || text.write(out);
     },
     passThrough(batch, publicModel) {
       if (publicModel !== model) {
@@ -128,15 +159,18 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean): Stre
       return text.write(out);
     },
     complete(usage) {
-      if (includeUsage && !forwardedUsage && first !== undefined) {
-        const {
-          id,
-          created,
-          model: firstModel,
-        } = first instanceof RawChunk ? parsedRaw(first, model) : first;
-        text.write(
-          `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: firstModel, choices: [], usage })}\n\n`,
-        );
+      if (includeUsage && !forwardedUsage) {
+        if (head !== '') text.write(`${head}[],"usage":${JSON.stringify(usage)}}\n\n`);
+        else if (first !== undefined) {
+          const {
+            id,
+            created,
+            model: firstModel,
+          } = first instanceof RawChunk ? parsedRaw(first, model) : first;
+          text.write(
+            `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: firstModel, choices: [], usage })}\n\n`,
+          );
+        }
       }
       if (text.endWith) done = DONE_EVENT;
       else text.write(DONE_EVENT);
@@ -150,6 +184,15 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean): Stre
     onClose: (listener) => text.onClose(listener),
   };
 }
+
+/** The end of a chunk's one choice that has not finished, and of the chunk. */
+const OPEN_CHOICE_END = ',"finish_reason":null}]}\n\n';
+
+/** A tool-call delta: its first piece with id, type and name, a later one with its argument fragment only. */
+const toolCallJson = (event: ToolEvent): string =>
+  event.id === undefined
+    ? `{"index":${event.index},"function":{"arguments":${JSON.stringify(event.args)}}}`
+    : `{"index":${event.index},"id":${JSON.stringify(event.id)},"type":"function","function":{"name":${JSON.stringify(event.name ?? '')},"arguments":${JSON.stringify(event.args)}}}`;
 
 const EMPTY = Buffer.alloc(0);
 const DONE_EVENT = 'data: [DONE]\n\n';

@@ -1,5 +1,6 @@
-import type { ChatChunk, ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
+import type { ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
 import type { PassChunk } from '../gateway/raw-chunk.ts';
+import type { EventBatch } from '../gateway/stream-event.ts';
 
 export interface ProviderCall {
   request: ChatRequest;
@@ -16,8 +17,11 @@ export interface Provider {
   readonly id: string;
   /** A whole answer; `model` is whatever the upstream said (the gateway puts the public id back). */
   complete(call: ProviderCall): Promise<ChatCompletion>;
-  /** Streamed chunks, in upstream order; throws ProviderError on any failure, before or during the stream. */
-  stream(call: ProviderCall): AsyncIterable<ChatChunk>;
+  /**
+   * The answer as canonical events (stream-event.ts), in upstream order, one non-empty batch per upstream read;
+   * throws ProviderError on any failure, before or during the stream.
+   */
+  stream(call: ProviderCall): AsyncIterable<EventBatch>;
   /**
    * The fast path, for an upstream that speaks chat completions itself: resolves once the first chunk arrived,
    * rejects with a ProviderError before that (as `stream` would throw). Absent when the upstream needs translation.

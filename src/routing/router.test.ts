@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DeploymentConfig, ModelConfig, ParamPolicy, RoutingConfig } from '../config/config.ts';
 import { DEFAULT_PARAM_POLICY } from '../config/defaults.ts';
-import type { ChatChunk, ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
+import type { ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
+import type { EventBatch } from '../gateway/stream-event.ts';
 import { chatRequestOf } from '../gateway/testing.ts';
 import { type Provider, type ProviderCall, ProviderError } from '../providers/provider.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
@@ -45,17 +46,10 @@ class ScriptedProvider implements Provider {
     });
   }
 
-  async *stream(call: ProviderCall): AsyncIterable<ChatChunk> {
+  async *stream(call: ProviderCall): AsyncIterable<EventBatch> {
     const outcome = this.#next(call);
     if (outcome !== 'ok') throw outcome;
-    for (let i = 0; i < this.#chunks; i++)
-      yield {
-        id: `chunk-${this.id}`,
-        object: 'chat.completion.chunk',
-        created: 0,
-        model: call.upstreamModel,
-        choices: [{ index: 0, delta: { content: String(i) }, finish_reason: null }],
-      };
+    for (let i = 0; i < this.#chunks; i++) yield [{ type: 'text', text: String(i) }];
   }
 
   close(): Promise<void> {
@@ -422,7 +416,7 @@ describe('Router: circuit breakers', () => {
 });
 
 describe('Router: streams', () => {
-  it('returns the first chunk and the rest to read', async () => {
+  it('returns the first batch of events and the rest to read', async () => {
     const { router } = createRouter({
       models: [model('m', [deployment('a', 'one')])],
       providers: [new ScriptedProvider('a', ['ok'], 3)],
@@ -430,10 +424,10 @@ describe('Router: streams', () => {
     const opened = await router.openStream({ ...chat(), stream: true }, signal(), 256);
     const stream = opened.result;
     if (stream.passThrough !== undefined) assert.fail('no fast path was asked for');
-    assert.equal(stream.first.choices[0]!.delta.content, '0');
+    assert.deepEqual(stream.first, [{ type: 'text', text: '0' }]);
     const rest: string[] = [];
     for (let next = await stream.rest.next(); !next.done; next = await stream.rest.next())
-      rest.push(next.value.choices[0]!.delta.content ?? '');
+      for (const event of next.value) if (event.type === 'text') rest.push(event.text);
     assert.deepEqual(rest, ['1', '2']);
   });
 

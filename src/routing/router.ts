@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeploymentConfig, ModelConfig, RoutingConfig } from '../config/config.ts';
-import type { ChatChunk, ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
+import type { ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
+import type { EventBatch } from '../gateway/stream-event.ts';
 import { type PassThroughStream, type Provider, ProviderError } from '../providers/provider.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
@@ -42,9 +43,12 @@ export interface Attempted<T> {
   upstreamStartedAt: number;
 }
 
-/** A stream as canonical chunks, or (`passThrough`) the fast path's, when the deployment's provider has one. */
+/**
+ * A stream as batches of canonical events (the first batch, then the rest), or (`passThrough`) the fast path's,
+ * when the deployment's provider has one.
+ */
 export type OpenedStream =
-  | { first: ChatChunk; rest: AsyncIterator<ChatChunk>; passThrough?: undefined }
+  | { first: EventBatch; rest: AsyncIterator<EventBatch>; passThrough?: undefined }
   | { passThrough: PassThroughStream };
 
 export interface RouterEvents {

@@ -1,14 +1,8 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
-import type { ChatChunk } from '../../gateway/chat-types.ts';
+import type { EventBatch } from '../../gateway/stream-event.ts';
+import { type EventDecoder, readEventBatches } from '../event-batches.ts';
 import { type Provider, ProviderError } from '../provider.ts';
-import {
-  createUpstreamClient,
-  parseEventData,
-  errorFromResponse,
-  readEvents,
-  releaseBody,
-  toProviderError,
-} from '../upstream-http.ts';
+import { createUpstreamClient, errorFromResponse, parseEventData } from '../upstream-http.ts';
 import {
   STRUCTURED_TOOL,
   type AnthropicResponse,
@@ -18,6 +12,7 @@ import {
   convertToAnthropicRequest,
   mapAnthropicStopReason,
 } from './convert-anthropic.ts';
+import { textDeltaOf } from './text-delta.ts';
 
 const API_VERSION = '2023-06-01';
 
@@ -58,116 +53,104 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
       const body = convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true);
       const response = await client.post(path, headers, JSON.stringify(body), call.signal);
       if (response.status !== 200) throw await errorFromResponse(response);
-      let finished = false;
-      const state = {
-        id: '',
-        model: call.upstreamModel,
-        created: Math.floor(Date.now() / 1000),
-        usage: {} as AnthropicUsage,
-        tools: new Map<number, number>(),
-        stopped: false,
-        /** Block indexes of the structured-answer tool: their input streams as content. */
-        structured: new Set<number>(),
-      };
-      const chunk = (
-        delta: ChatChunk['choices'][number]['delta'],
-        finish: ChatChunk['choices'][number]['finish_reason'] = null,
-      ): ChatChunk => ({
-        id: state.id,
-        object: 'chat.completion.chunk',
-        created: state.created,
-        model: state.model,
-        choices: [{ index: 0, delta, finish_reason: finish }],
-      });
-      try {
-        for await (const event of readEvents(response)) {
-          const data = parseEventData(event.data) as StreamEvent;
-          switch (data.type) {
-            case 'message_start':
-              state.id = data.message?.id ?? '';
-              state.model = data.message?.model ?? state.model;
-              state.usage = { ...data.message?.usage };
-              yield chunk({ role: 'assistant', content: '' });
-              break;
-            case 'content_block_start': {
-              const block = data.content_block;
-              if (block?.type === 'tool_use' && block.name === STRUCTURED_TOOL) {
-                state.structured.add(data.index ?? 0);
-              } else if (block?.type === 'tool_use') {
-                const toolIndex = state.tools.size;
-                state.tools.set(data.index ?? 0, toolIndex);
-                yield chunk({
-                  tool_calls: [
-                    {
-                      index: toolIndex,
-                      id: block.id ?? '',
-                      type: 'function',
-                      function: { name: block.name ?? '', arguments: '' },
-                    },
-                  ],
-                });
-              } else if (block?.type === 'text' && block.text) {
-                yield chunk({ content: block.text });
-              }
-              break;
-            }
-            case 'content_block_delta': {
-              const delta = data.delta;
-              if (delta?.type === 'text_delta') yield chunk({ content: delta.text ?? '' });
-              else if (delta?.type === 'input_json_delta' && state.structured.has(data.index ?? 0)) {
-                if (delta.partial_json) yield chunk({ content: delta.partial_json });
-              } else if (delta?.type === 'input_json_delta') {
-                const toolIndex = state.tools.get(data.index ?? 0) ?? 0;
-                yield chunk({
-                  tool_calls: [{ index: toolIndex, function: { arguments: delta.partial_json ?? '' } }],
-                });
-              }
-              break;
-            }
-            case 'message_delta':
-              // output_tokens here is the running total, not an increment.
-              state.usage = { ...state.usage, ...data.usage };
-              {
-                state.stopped = true;
-                const finish = mapAnthropicStopReason(data.delta?.stop_reason);
-                // A forced structured answer ends in tool_use; to the client it is a finished answer.
-                yield chunk({}, finish === 'tool_calls' && state.tools.size === 0 ? 'stop' : finish);
-              }
-              break;
-            case 'message_stop': {
-              finished = true;
-              // A message_stop with no message_delta before it still ends the choice.
-              if (!state.stopped) yield chunk({}, 'stop');
-              const prompt = anthropicPromptTokens(state.usage);
-              const completion = state.usage.output_tokens ?? 0;
-              yield {
-                ...chunk({}),
-                choices: [],
-                usage: {
-                  prompt_tokens: prompt,
-                  completion_tokens: completion,
-                  total_tokens: prompt + completion,
-                },
-              };
-              return;
-            }
-            case 'error': {
-              const kind = data.error?.type ?? 'api_error';
-              throw new ProviderError('status', data.error?.message ?? kind, {
-                status: kind === 'overloaded_error' ? 529 : 500,
-              });
-            }
-            default:
-              break; // ping and event types added later are ignored
-          }
-        }
-      } catch (error) {
-        throw toProviderError(error, call.signal);
-      } finally {
-        releaseBody(response.body, finished);
-      }
-      throw new ProviderError('protocol', 'upstream stream ended without message_stop');
+      yield* readEventBatches(response, call.signal, anthropicDecoder());
     },
     close: () => client.close(),
+  };
+}
+
+/**
+ * The Messages API stream as canonical events: message_start → start; a text block's text and its text_delta →
+ * text; a tool_use block → a tool call (its start, then its input_json_delta fragments), except the structured-answer
+ * tool, whose input streams as text; message_delta → finish; message_stop → usage, and the end. A text_delta in
+ * Anthropic's own form is read off its bytes (textDeltaOf); every other event is parsed.
+ */
+export function anthropicDecoder(): EventDecoder {
+  const created = Math.floor(Date.now() / 1000);
+  let usage: AnthropicUsage = {};
+  /** Tool calls by content block index: their index among the answer's calls. */
+  const tools = new Map<number, number>();
+  /** Block indexes of the structured-answer tool: their input streams as content. */
+  const structured = new Set<number>();
+  let stopped = false;
+  return {
+    event(data: Buffer, out: EventBatch): boolean {
+      const text = textDeltaOf(data);
+      if (text !== undefined) {
+        out.push({ type: 'text', text });
+        return false;
+      }
+      const event = parseEventData(data.toString()) as StreamEvent;
+      switch (event.type) {
+        case 'message_start':
+          usage = { ...event.message?.usage };
+          out.push({ type: 'start', id: event.message?.id ?? '', created });
+          break;
+        case 'content_block_start': {
+          const block = event.content_block;
+          if (block?.type === 'tool_use' && block.name === STRUCTURED_TOOL) {
+            structured.add(event.index ?? 0);
+          } else if (block?.type === 'tool_use') {
+            const index = tools.size;
+            tools.set(event.index ?? 0, index);
+            out.push({ type: 'tool', index, id: block.id ?? '', name: block.name ?? '', args: '' });
+          } else if (block?.type === 'text' && block.text) {
+            out.push({ type: 'text', text: block.text });
+          }
+          break;
+        }
+        case 'content_block_delta': {
+          const delta = event.delta;
+          if (delta?.type === 'text_delta') out.push({ type: 'text', text: delta.text ?? '' });
+          else if (delta?.type === 'input_json_delta' && structured.has(event.index ?? 0)) {
+            if (delta.partial_json) out.push({ type: 'text', text: delta.partial_json });
+          } else if (delta?.type === 'input_json_delta') {
+            const index = tools.get(event.index ?? 0) ?? 0;
+            out.push({ type: 'tool', index, id: undefined, name: undefined, args: delta.partial_json ?? '' });
+          }
+          break;
+        }
+        case 'message_delta': {
+          // output_tokens here is the running total, not an increment.
+          usage = { ...usage, ...event.usage };
+          stopped = true;
+          const finish = mapAnthropicStopReason(event.delta?.stop_reason);
+          // A forced structured answer ends in tool_use; to the client it is a finished answer.
+          if (finish !== null)
+            out.push({
+              type: 'finish',
+              reason: finish === 'tool_calls' && tools.size === 0 ? 'stop' : finish,
+            });
+          break;
+        }
+        case 'message_stop': {
+          // A message_stop with no message_delta before it still ends the choice.
+          if (!stopped) out.push({ type: 'finish', reason: 'stop' });
+          const prompt = anthropicPromptTokens(usage);
+          const completion = usage.output_tokens ?? 0;
+          out.push({
+            type: 'usage',
+            usage: {
+              prompt_tokens: prompt,
+              completion_tokens: completion,
+              total_tokens: prompt + completion,
+            },
+          });
+          return true;
+        }
+        case 'error': {
+          const kind = event.error?.type ?? 'api_error';
+          throw new ProviderError('status', event.error?.message ?? kind, {
+            status: kind === 'overloaded_error' ? 529 : 500,
+          });
+        }
+        default:
+          break; // ping and event types added later are ignored
+      }
+      return false;
+    },
+    end() {
+      throw new ProviderError('protocol', 'upstream stream ended without message_stop');
+    },
   };
 }

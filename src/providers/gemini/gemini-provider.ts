@@ -1,14 +1,8 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
-import type { ChatChunk } from '../../gateway/chat-types.ts';
+import type { EventBatch } from '../../gateway/stream-event.ts';
+import { type EventDecoder, readEventBatches } from '../event-batches.ts';
 import { type Provider, ProviderError } from '../provider.ts';
-import {
-  createUpstreamClient,
-  parseEventData,
-  errorFromResponse,
-  readEvents,
-  releaseBody,
-  toProviderError,
-} from '../upstream-http.ts';
+import { createUpstreamClient, errorFromResponse, parseEventData } from '../upstream-http.ts';
 import {
   type GeminiResponse,
   convertGeminiResponse,
@@ -58,68 +52,69 @@ export function createGeminiProvider(config: ProviderConfig, timeouts: TimeoutsC
         call.signal,
       );
       if (response.status !== 200) throw await errorFromResponse(response);
-      const base = {
-        id: '',
-        object: 'chat.completion.chunk' as const,
-        created: Math.floor(Date.now() / 1000),
-        model: call.upstreamModel,
-      };
-      const chunk = (
-        delta: ChatChunk['choices'][number]['delta'],
-        finish: ChatChunk['choices'][number]['finish_reason'] = null,
-      ): ChatChunk => ({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] });
-      let finished = false;
-      let started = false;
-      let toolCount = 0;
-      let usage: GeminiResponse['usageMetadata'];
-      try {
-        for await (const event of readEvents(response)) {
-          const data = parseEventData(event.data) as GeminiResponse;
-          if (data.error) {
-            const status = data.error.code ?? 500;
-            throw new ProviderError(
-              'status',
-              data.error.message ?? data.error.status ?? 'upstream stream error',
-              {
-                status: status >= 400 && status < 500 && status !== 429 ? 500 : status,
-              },
-            );
-          }
-          if (!base.id) base.id = `chatcmpl-${data.responseId ?? 'gemini'}`;
-          if (data.modelVersion) base.model = data.modelVersion;
-          if (data.usageMetadata) usage = data.usageMetadata;
-          if (!started) {
-            started = true;
-            yield chunk({ role: 'assistant', content: '' });
-          }
-          const candidate = data.candidates?.[0];
-          const parts = candidate?.content?.parts ?? [];
-          const text = textOf(parts);
-          if (text) yield chunk({ content: text });
-          for (const part of parts) {
-            if (!part.functionCall) continue;
-            const call_ = toToolCall(part.functionCall);
-            yield chunk({
-              tool_calls: [{ index: toolCount++, id: call_.id, type: 'function', function: call_.function }],
-            });
-          }
-          const blocked = !candidate && data.promptFeedback?.blockReason !== undefined;
-          const finish = blocked
-            ? 'content_filter'
-            : mapGeminiFinishReason(candidate?.finishReason, toolCount > 0);
-          if (finish) {
-            finished = true;
-            yield chunk({}, finish);
-          }
-        }
-      } catch (error) {
-        throw toProviderError(error, call.signal);
-      } finally {
-        releaseBody(response.body, finished);
-      }
-      if (!finished) throw new ProviderError('protocol', 'upstream stream ended without a finish reason');
-      yield { ...base, choices: [], usage: geminiUsage(usage) };
+      yield* readEventBatches(response, call.signal, geminiDecoder());
     },
     close: () => client.close(),
+  };
+}
+
+/**
+ * The `streamGenerateContent` stream as canonical events: start with the first response; each response's visible
+ * text, its function calls (whole: id, name and arguments at once) and its finish reason; the usage (the last
+ * `usageMetadata` sent) once the body ends, which must come after a finish reason.
+ */
+export function geminiDecoder(): EventDecoder {
+  const created = Math.floor(Date.now() / 1000);
+  let started = false;
+  let finished = false;
+  let toolCount = 0;
+  let usage: GeminiResponse['usageMetadata'];
+  return {
+    event(bytes: Buffer, out: EventBatch): boolean {
+      const data = parseEventData(bytes.toString()) as GeminiResponse;
+      if (data.error) {
+        const status = data.error.code ?? 500;
+        throw new ProviderError(
+          'status',
+          data.error.message ?? data.error.status ?? 'upstream stream error',
+          {
+            status: status >= 400 && status < 500 && status !== 429 ? 500 : status,
+          },
+        );
+      }
+      if (data.usageMetadata) usage = data.usageMetadata;
+      if (!started) {
+        started = true;
+        out.push({ type: 'start', id: `chatcmpl-${data.responseId ?? 'gemini'}`, created });
+      }
+      const candidate = data.candidates?.[0];
+      const parts = candidate?.content?.parts ?? [];
+      const text = textOf(parts);
+      if (text) out.push({ type: 'text', text });
+      for (const part of parts) {
+        if (!part.functionCall) continue;
+        const call = toToolCall(part.functionCall);
+        out.push({
+          type: 'tool',
+          index: toolCount++,
+          id: call.id,
+          name: call.function.name,
+          args: call.function.arguments,
+        });
+      }
+      const blocked = !candidate && data.promptFeedback?.blockReason !== undefined;
+      const finish = blocked
+        ? 'content_filter'
+        : mapGeminiFinishReason(candidate?.finishReason, toolCount > 0);
+      if (finish) {
+        finished = true;
+        out.push({ type: 'finish', reason: finish });
+      }
+      return false;
+    },
+    end(out: EventBatch): void {
+      if (!finished) throw new ProviderError('protocol', 'upstream stream ended without a finish reason');
+      out.push({ type: 'usage', usage: geminiUsage(usage) });
+    },
   };
 }

@@ -3,15 +3,9 @@ import type { ChatChunk, ChatCompletion } from '../../gateway/chat-types.ts';
 import { type Provider, type ProviderCall, ProviderError } from '../provider.ts';
 import { scanChunk } from './scan-chunk.ts';
 import type { PassChunk } from '../../gateway/raw-chunk.ts';
-import {
-  createUpstreamClient,
-  DONE,
-  parseEventData,
-  readEvents,
-  releaseBody,
-  errorFromResponse,
-  toProviderError,
-} from '../upstream-http.ts';
+import { createUpstreamClient, DONE, parseEventData, errorFromResponse } from '../upstream-http.ts';
+import { type EventDecoder, readEventBatches } from '../event-batches.ts';
+import { chunkEvents } from './chunk-events.ts';
 
 /**
  * Any OpenAI-compatible upstream (OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp, DeepSeek, Groq, Together,
@@ -41,21 +35,7 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
     async *stream(call) {
       const response = await client.post('/chat/completions', streamHeaders, streamBody(call), call.signal);
       if (response.status !== 200) throw await errorFromResponse(response);
-      let finished = false;
-      try {
-        for await (const event of readEvents(response)) {
-          if (event.data === '[DONE]') {
-            finished = true;
-            return;
-          }
-          yield checkedChunk(parseEventData(event.data));
-        }
-      } catch (error) {
-        throw toProviderError(error, call.signal);
-      } finally {
-        releaseBody(response.body, finished);
-      }
-      throw new ProviderError('protocol', 'upstream stream ended without [DONE]');
+      yield* readEventBatches(response, call.signal, chatChunkDecoder());
     },
     passThrough: (call) =>
       client.postEvents('/chat/completions', streamHeaders, streamBody(call), call.signal, decodeEvent),
@@ -81,6 +61,22 @@ function checkedChunk(value: unknown): ChatChunk {
 }
 
 const DONE_BYTES = Buffer.from('[DONE]');
+
+/** The canonical path's reading of a chat-completions stream: each chunk parsed, checked and turned into events. */
+function chatChunkDecoder(): EventDecoder {
+  let started = false;
+  return {
+    event(data, out) {
+      if (data.equals(DONE_BYTES)) return true;
+      chunkEvents(checkedChunk(parseEventData(data.toString())), out, started);
+      started = true;
+      return false;
+    },
+    end() {
+      throw new ProviderError('protocol', 'upstream stream ended without [DONE]');
+    },
+  };
+}
 
 /**
  * The fast path's reading of one event: `[DONE]`; a chunk checked and passed through as bytes (scanChunk); or,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChatChunk, ChatRequest } from '../../gateway/chat-types.ts';
+import type { ChatRequest } from '../../gateway/chat-types.ts';
+import type { StreamEvent } from '../../gateway/stream-event.ts';
 import { chatRequestOf } from '../../gateway/testing.ts';
 import { createSimulatorProvider } from './simulator-provider.ts';
 
@@ -17,16 +18,17 @@ const complete = (r: ChatRequest) =>
     defaultMaxTokens: 100,
   });
 
-async function streamed(r: ChatRequest): Promise<ChatChunk[]> {
-  const chunks: ChatChunk[] = [];
-  for await (const chunk of simulator.stream({
+/** The canonical events of a streamed answer, the batches joined. */
+async function streamed(r: ChatRequest): Promise<StreamEvent[]> {
+  const events: StreamEvent[] = [];
+  for await (const batch of simulator.stream({
     request: r,
     upstreamModel: 'm',
     signal: new AbortController().signal,
     defaultMaxTokens: 100,
   }))
-    chunks.push(chunk);
-  return chunks;
+    events.push(...batch);
+  return events;
 }
 
 const weather = {
@@ -70,11 +72,31 @@ describe('the simulator behaves like a model', () => {
     };
     assert.equal(typeof value.title, 'string');
     assert.equal(typeof value.items[0]?.qty, 'number');
-    const chunks = await streamed(
+    const events = await streamed(
       request({ responseFormat: { type: 'json_schema', json_schema: { name: 'list', schema } } }),
     );
-    const text = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+    const text = events.map((event) => (event.type === 'text' ? event.text : '')).join('');
     assert.deepEqual(JSON.parse(text), value, 'streamed pieces join into the same JSON');
+  });
+
+  it('streams canonical events: start, the text, the finish reason, the usage; a tool call as tool events', async () => {
+    const answer = await complete(request());
+    const events = await streamed(request());
+    assert.equal(events[0]?.type, 'start');
+    assert.equal(
+      events.map((event) => (event.type === 'text' ? event.text : '')).join(''),
+      answer.choices[0]!.message.content,
+    );
+    assert.deepEqual(events.at(-2), { type: 'finish', reason: 'stop' });
+    assert.deepEqual(events.at(-1), { type: 'usage', usage: answer.usage });
+
+    const called = await streamed(request({ tools: [weather], toolChoice: 'required' }));
+    const tools = called.filter((event) => event.type === 'tool');
+    assert.equal(tools[0]?.name, 'get_weather');
+    assert.match(tools[0]?.id ?? '', /^call_/);
+    const args = JSON.parse(tools.map((event) => event.args).join('')) as { unit: string };
+    assert.ok(['celsius', 'fahrenheit'].includes(args.unit));
+    assert.deepEqual(called.at(-2), { type: 'finish', reason: 'tool_calls' });
   });
 
   it('tool arguments fill nested objects from the schema; tool_choice none, required and named are honoured', async () => {

@@ -11,6 +11,8 @@ import type {
   ToolDefinition,
 } from '../../gateway/chat-types.ts';
 import type { PassChunk } from '../../gateway/raw-chunk.ts';
+import type { EventBatch } from '../../gateway/stream-event.ts';
+import { chunkEvents } from '../openai/chunk-events.ts';
 import {
   type PassThroughHandler,
   type PassThroughStream,
@@ -82,10 +84,19 @@ export function createSimulatorProvider(options: {
       return completion;
     },
     async *stream(call) {
+      // The same chunks as canonical events; those due at the same moment in one batch, as on the fast path.
+      let batch: EventBatch = [];
+      let started = false;
       for (const step of plan(call, options)) {
+        if (step.afterMs > 0 && batch.length > 0) {
+          yield batch;
+          batch = [];
+        }
         await pause(step.afterMs, call.signal);
-        yield step.chunk;
+        chunkEvents(step.chunk, batch, started);
+        started = true;
       }
+      yield batch;
     },
     passThrough: (call) => passThrough(plan(call, options), call.signal),
     async close() {},

@@ -432,17 +432,14 @@ describe('the stream relay', () => {
 
 describe('an answer that spells a special token', () => {
   it('is relayed, and settled with its estimate when the upstream sent no usage', async () => {
-    const text = 'say <|endoftext|> now';
-    const { gateway, admitted, settled } = setup([
-      chunk(text),
-      chunk(undefined, { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }),
-    ]);
+    const said = 'say <|endoftext|> now';
+    const { gateway, admitted, settled } = setup([[start, text(said)], [finish('stop')]]);
     const sink = new Sink();
     await gateway.stream(admitted, sse(sink, admitted));
     assert.equal(sink.events().at(-1), '[DONE]');
     assert.equal(settled.length, 1);
     assert.equal(settled[0]!.status, 'ok');
     assert.equal(settled[0]!.estimated, true);
-    assert.equal(settled[0]!.completionTokens, countTextTokens(text));
+    assert.equal(settled[0]!.completionTokens, countTextTokens(said));
   });
 });

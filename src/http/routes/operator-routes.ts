@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { noteAudit } from '../operator-audit.ts';
@@ -14,17 +14,23 @@ const page = {
   offset: { type: 'string', pattern: '^\\d{1,9}$' },
 } as const;
 
-/** Operators: granting the role, an account's whole page, its keys, verification mail, the audit log. */
-export function operatorRoutes(app: FastifyInstance, services: Services): void {
+/**
+ * Under `/api/admin`: operators (granting the role), an account's whole page, its keys, verification mail,
+ * the audit log.
+ */
+export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' | 'operators'>> = async (
+  app,
+  services,
+) => {
   const { accounts } = services.operators;
 
-  app.get('/api/admin/operators', { config }, async () => ({
+  app.get('/operators', { config }, async () => ({
     object: 'list',
     data: (await accounts.operators()).map((account) => presentAdminAccount(account)),
   }));
 
   app.post<{ Body: { email: string } }>(
-    '/api/admin/operators',
+    '/operators',
     {
       config,
       schema: {
@@ -44,13 +50,13 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.delete<{ Params: { id: string } }>(
-    '/api/admin/operators/:id',
+    '/operators/:id',
     { config, schema: { params: idParams } },
     async (request) => presentAdminAccount(await accounts.setRole(request.params.id, 'user')),
   );
 
   app.get<{ Params: { id: string } }>(
-    '/api/admin/accounts/:id/detail',
+    '/accounts/:id/detail',
     { config, schema: { params: idParams } },
     async (request) => {
       const detail = await accounts.detail(request.params.id);
@@ -84,7 +90,7 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.post<{ Params: { id: string } }>(
-    '/api/admin/accounts/:id/resend-verification',
+    '/accounts/:id/resend-verification',
     { config, schema: { params: idParams } },
     async (request, reply) => {
       const baseUrl = services.config.publicUrl ?? ownOrigin(request, services.config);
@@ -94,7 +100,7 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.get<{ Params: { id: string } }>(
-    '/api/admin/accounts/:id/keys',
+    '/accounts/:id/keys',
     { config, schema: { params: idParams } },
     async (request) => ({
       object: 'list',
@@ -103,7 +109,7 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.delete<{ Params: { id: string; keyId: string } }>(
-    '/api/admin/accounts/:id/keys/:keyId',
+    '/accounts/:id/keys/:keyId',
     {
       config,
       schema: {
@@ -117,7 +123,7 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.get<{ Querystring: { limit?: string; offset?: string; account_id?: string } }>(
-    '/api/admin/audit',
+    '/audit',
     {
       config,
       schema: {
@@ -145,7 +151,7 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
       };
     },
   );
-}
+};
 
 /** Reads an optional `{reason}` body of a suspension: a string of at most 500 characters, or nothing. */
 export function suspensionReason(body: unknown): string | null {

@@ -1,12 +1,17 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { bearerToken } from '../auth-hook.ts';
 import { presentModel, presentPlan } from '../present.ts';
 
-/** Health, plans and models: no key needed (health's details need the admin key); metrics need a token. */
-export function publicRoutes(app: FastifyInstance, services: Services): void {
+/**
+ * Health, plans and models: no key needed (health's details need the admin key); metrics need a token.
+ * Mounted without a prefix: its paths are the spec's own.
+ */
+export const publicRoutes: FastifyPluginAsync<
+  Pick<Services, 'accounts' | 'config' | 'health' | 'metrics' | 'startedAt'>
+> = async (app, services) => {
   const isAdmin = async (request: FastifyRequest): Promise<boolean> => {
     const secret = bearerToken(request.headers.authorization);
     if (!secret) return false;
@@ -57,6 +62,6 @@ export function publicRoutes(app: FastifyInstance, services: Services): void {
     const body = await services.metrics.registry.metrics();
     return reply.type(services.metrics.registry.contentType).send(body);
   });
-}
+};
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();

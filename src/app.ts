@@ -74,7 +74,14 @@ export function createApp(services: Services): FastifyInstance {
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
     ajv: {
-      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false },
+      // verbose: a failure carries its property's schema, whose description the error message uses.
+      customOptions: {
+        coerceTypes: false,
+        removeAdditional: false,
+        useDefaults: false,
+        allErrors: false,
+        verbose: true,
+      },
     },
   });
   const routes = new RouteTable();

@@ -5,7 +5,7 @@ import { iso, usd } from '../present.ts';
 import { usdToMicros } from '../../shared/money.ts';
 import { parseAccountQuery } from '../parse-account-query.ts';
 import { presentAdminAccount } from '../present-operator.ts';
-import { suspensionReason } from './operator-routes.ts';
+import { PAGE_QUERY, suspensionReason } from './operator-routes.ts';
 
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
 const nullableLimit = { type: ['integer', 'null'], minimum: 0 } as const;
@@ -32,8 +32,7 @@ export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config
             status: { type: 'string', enum: ['active', 'suspended'] },
             sort: { type: 'string', enum: ['created_at', 'email', 'last_active_at'] },
             order: { type: 'string', enum: ['asc', 'desc'] },
-            limit: { type: 'string', pattern: '^(?:[1-9]\\d?|[1-4]\\d\\d|500)$' },
-            offset: { type: 'string', pattern: '^\\d{1,9}$' },
+            ...PAGE_QUERY,
           },
         },
       },

@@ -28,7 +28,13 @@ export const operatorReportRoutes: FastifyPluginAsync<
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { days: { type: 'string', pattern: '^(?:[1-9]\\d?|[1-3]\\d\\d)$' } },
+          properties: {
+            days: {
+              type: 'string',
+              pattern: '^(?:[1-9]\\d?|[1-3]\\d\\d)$',
+              description: 'a whole number from 1 to 399 (at most 366 days are shown)',
+            },
+          },
         },
       },
     },

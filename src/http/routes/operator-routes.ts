@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
-import { noteAudit } from '../operator-audit.ts';
+import { actorOf, noteAudit } from '../operator-audit.ts';
 import { ownOrigin } from '../session-cookie.ts';
 import { presentAdminAccount, presentAuditEntry } from '../present-operator.ts';
 import { iso, presentDelivery, presentKey, usd } from '../present.ts';
@@ -9,9 +9,14 @@ import { presentOrder } from './billing-routes.ts';
 
 const config = { auth: 'admin' } as const;
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
-const page = {
-  limit: { type: 'string', pattern: '^(?:[1-9]\\d?|[1-4]\\d\\d|500)$' },
-  offset: { type: 'string', pattern: '^\\d{1,9}$' },
+/** `limit` and `offset` of a listing that pages (in the query string, so as text). */
+export const PAGE_QUERY = {
+  limit: {
+    type: 'string',
+    pattern: '^(?:[1-9]\\d?|[1-4]\\d\\d|500)$',
+    description: 'a whole number from 1 to 500',
+  },
+  offset: { type: 'string', pattern: '^\\d{1,9}$', description: 'a whole number from 0 to 999999999' },
 } as const;
 
 /**
@@ -52,7 +57,8 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
   app.delete<{ Params: { id: string } }>(
     '/operators/:id',
     { config, schema: { params: idParams } },
-    async (request) => presentAdminAccount(await accounts.setRole(request.params.id, 'user')),
+    async (request) =>
+      presentAdminAccount(await accounts.revokeOperator(request.params.id, actorOf(request).actorAccountId)),
   );
 
   app.get<{ Params: { id: string } }>(
@@ -130,7 +136,7 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { ...page, account_id: { type: 'string', maxLength: 100 } },
+          properties: { ...PAGE_QUERY, account_id: { type: 'string', maxLength: 100 } },
         },
       },
     },

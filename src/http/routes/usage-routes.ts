@@ -18,8 +18,8 @@ export const usageRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (a
           type: 'object',
           additionalProperties: false,
           properties: {
-            from: { type: 'string', pattern: DAY },
-            to: { type: 'string', pattern: DAY },
+            from: { type: 'string', pattern: DAY, description: 'a UTC day such as 2026-01-31' },
+            to: { type: 'string', pattern: DAY, description: 'a UTC day such as 2026-01-31' },
             group_by: { type: 'string', enum: ['day', 'model', 'key'] },
           },
         },
@@ -63,7 +63,13 @@ export const usageRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (a
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { limit: { type: 'string', pattern: '^[1-9][0-9]{0,2}$' } },
+          properties: {
+            limit: {
+              type: 'string',
+              pattern: '^[1-9][0-9]{0,2}$',
+              description: 'a whole number from 1 to 999 (at most 100 are listed)',
+            },
+          },
         },
       },
     },

@@ -8,24 +8,23 @@ import { installAuth } from './http/auth-hook.ts';
 import { createChatEndpoint, FRONT_DOOR_PATHS } from './http/chat-endpoint.ts';
 import { trustFunction } from './http/client-address.ts';
 import { installErrorHandling, RouteTable } from './http/error-handler.ts';
+import { installOperatorAudit } from './http/operator-audit.ts';
 import { accountRoutes } from './http/routes/account-routes.ts';
 import { adminRoutes } from './http/routes/admin-routes.ts';
 import { announcementRoutes } from './http/routes/announcement-routes.ts';
+import { authRoutes } from './http/routes/auth-routes.ts';
+import { billingRoutes, checkoutPageRoutes, stripeWebhookRoutes } from './http/routes/billing-routes.ts';
+import { keyRoutes } from './http/routes/key-routes.ts';
 import { operatorReportRoutes } from './http/routes/operator-report-routes.ts';
 import { operatorRoutes } from './http/routes/operator-routes.ts';
-import { statusRoutes } from './http/routes/status-routes.ts';
-import { installOperatorAudit } from './http/operator-audit.ts';
-import { authRoutes } from './http/routes/auth-routes.ts';
-import { billingRoutes } from './http/routes/billing-routes.ts';
-import { webhookRoutes } from './http/routes/webhook-routes.ts';
-import { keyRoutes } from './http/routes/key-routes.ts';
 import { ownKeyRoutes } from './http/routes/own-key-routes.ts';
 import { publicRoutes } from './http/routes/public-routes.ts';
 import { sessionRoutes } from './http/routes/session-routes.ts';
-import { dashboardRoutes } from './http/routes/dashboard-routes.ts';
-import { usageRoutes } from './http/routes/usage-routes.ts';
-import { webApp } from './http/web-app.ts';
+import { statusRoutes } from './http/routes/status-routes.ts';
+import { statsRoutes, usageRoutes } from './http/routes/usage-routes.ts';
+import { webhookRoutes } from './http/routes/webhook-routes.ts';
 import { cookieSecure } from './http/session-cookie.ts';
+import { webApp } from './http/web-app.ts';
 import type { Services } from './services.ts';
 
 /** Request ids: a random per-process prefix and a counter, unique across instances and restarts. */
@@ -75,7 +74,14 @@ export function createApp(services: Services): FastifyInstance {
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
     ajv: {
-      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false },
+      // verbose: a failure carries its property's schema, whose description the error message uses.
+      customOptions: {
+        coerceTypes: false,
+        removeAdditional: false,
+        useDefaults: false,
+        allErrors: false,
+        verbose: true,
+      },
     },
   });
   const routes = new RouteTable();
@@ -102,26 +108,35 @@ export function createApp(services: Services): FastifyInstance {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // Hooks, handlers and decorations on the root, before any route plugin: each plugin below is a child
+  // context that inherits them (auth, the operator audit, the error and not-found handlers, the onRoute
+  // listings above), and nothing a plugin adds inside leaks out to the others.
   installErrorHandling(app, routes);
   void app.register(fastifyCookie);
   installAuth(app, services.accounts, { service: services.sessions, config: services.config });
-
-  publicRoutes(app, services);
-  authRoutes(app, services);
-  sessionRoutes(app, services);
-  dashboardRoutes(app, services);
-  keyRoutes(app, services);
-  ownKeyRoutes(app, services);
-  accountRoutes(app, services);
-  adminRoutes(app, services);
   installOperatorAudit(app, services.operators);
-  operatorRoutes(app, services);
-  operatorReportRoutes(app, services);
-  announcementRoutes(app, services);
-  statusRoutes(app, services);
-  usageRoutes(app, services);
-  billingRoutes(app, services);
-  webhookRoutes(app, services);
-  webApp(app, { secure: cookieSecure(services.config) });
+
+  // Each route plugin gets only the services it uses, and its paths relative to its prefix.
+  const { accounts, clock, config, metrics, operators, payments, router, sessions, signups } = services;
+  const { startedAt, store, usage, webhooks } = services;
+  const health = () => services.health();
+  void app.register(publicRoutes, { accounts, config, health, metrics, startedAt });
+  void app.register(statusRoutes, { config, operators });
+  void app.register(authRoutes, { prefix: '/api/auth', accounts, signups });
+  void app.register(sessionRoutes, { prefix: '/api/auth', config, sessions, signups });
+  void app.register(accountRoutes, { prefix: '/api/account', accounts });
+  void app.register(ownKeyRoutes, { prefix: '/api/key', accounts });
+  void app.register(keyRoutes, { prefix: '/api/keys', accounts, config, clock });
+  void app.register(usageRoutes, { prefix: '/api/usage', usage });
+  void app.register(statsRoutes, { prefix: '/api/stats', usage });
+  void app.register(webhookRoutes, { prefix: '/api/webhooks', webhooks });
+  void app.register(billingRoutes, { prefix: '/api/billing', config, payments });
+  void app.register(checkoutPageRoutes, { prefix: '/checkout', payments });
+  void app.register(stripeWebhookRoutes, { prefix: '/api/payments/stripe', config, payments });
+  void app.register(adminRoutes, { prefix: '/api/admin/accounts', accounts, config, operators });
+  void app.register(operatorRoutes, { prefix: '/api/admin', accounts, config, operators });
+  void app.register(operatorReportRoutes, { prefix: '/api/admin', clock, router, store, webhooks });
+  void app.register(announcementRoutes, { prefix: '/api/admin/announcements', config, operators });
+  void app.register(webApp, { secure: cookieSecure(config) });
   return app;
 }

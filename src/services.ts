@@ -86,9 +86,13 @@ export interface ServicesOptions {
   holds?: HoldBook;
   /** Where settlements the database would not take at shutdown are kept for the next start. */
   spoolPath?: string;
-  /** Webhook delivery: the receiver's time limit and the retry delays (tests shorten both). */
+  /**
+   * Webhook delivery: the receiver's time limit, the retry delays, and how often the outbox is read for
+   * retries that have come due (1 s by default; a new event goes at once whatever this is). Tests shorten all three.
+   */
   webhookTimeoutMs?: number;
   webhookRetryDelaysMs?: readonly number[];
+  webhookPollMs?: number;
   /** Stripe's API address, for stripe-mock or tests. */
   stripeApiBase?: string;
   /** Session lifetimes and sign-in throttling (tests shorten or loosen them). */
@@ -176,6 +180,7 @@ export function createServices(options: ServicesOptions): Services {
     ports: config.security.webhookPorts,
     ...(options.webhookTimeoutMs !== undefined ? { timeoutMs: options.webhookTimeoutMs } : {}),
     ...(options.webhookRetryDelaysMs ? { retryDelaysMs: options.webhookRetryDelaysMs } : {}),
+    ...(options.webhookPollMs !== undefined ? { pollMs: options.webhookPollMs } : {}),
   });
   const stripe = config.stripe
     ? createStripeClient({

@@ -53,11 +53,7 @@ for (const backend of BACKENDS) {
       return Math.round((await server.call('GET', '/api/account', { key })).body.balance_usd * 1e6);
     };
     const enterprise = async () => {
-      const registered = await server.register();
-      await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
-        key: ADMIN_KEY,
-        body: { plan: 'enterprise' },
-      });
+      const registered = await server.registerOn('enterprise');
       return registered;
     };
     const ledgerBalances = async (accountId: string): Promise<void> => {
@@ -197,11 +193,7 @@ for (const backend of BACKENDS) {
     });
 
     it('a paid plan whose period ended without renewal gets 402 with the reason', async () => {
-      const { key, accountId } = await server.register();
-      await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, {
-        key: ADMIN_KEY,
-        body: { plan: 'starter' },
-      });
+      const { key } = await server.registerOn('starter');
       const account = await server.call('GET', '/api/account', { key });
       assert.equal(account.body.plan, 'starter');
       assert.equal(account.body.credits.find((c: any) => c.kind === 'plan').amount_usd, 20);

@@ -13,16 +13,11 @@ describe('the openai SDK against Tollgate (simulator models)', () => {
   let server: TestServer;
   let client: OpenAI;
   let key: string;
-  let accountId: string;
 
   before(async () => {
     opened = await backend.open();
     server = await startTestServer({ backend: opened, yaml: { simulator: { chunk_interval_ms: 2 } } });
-    ({ key, accountId } = await server.register());
-    await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'pro' },
-    });
+    ({ key } = await server.registerOn('pro'));
     client = new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0 });
   });
   after(async () => {

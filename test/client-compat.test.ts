@@ -11,7 +11,7 @@ import OpenAI from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
-import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
 
 const MODEL = 'model-b';
 // generateObject is deprecated in AI SDK 7 but still what most code calls; its warning would only add noise.
@@ -34,12 +34,7 @@ describe('client compatibility on the default simulator', () => {
   before(async () => {
     opened = await BACKENDS[0]!.open();
     server = await startTestServer({ backend: opened, yaml: { simulator: { chunk_interval_ms: 0 } } });
-    let accountId: string;
-    ({ key, accountId } = await server.register());
-    await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'pro' },
-    });
+    ({ key } = await server.registerOn('pro'));
     baseURL = `${server.url}/v1`;
   });
   after(async () => {

@@ -6,7 +6,7 @@ import { createTestClock } from './helpers/clock.ts';
 import { startFakeOpenAI } from '../src/providers/openai/fake-openai.ts';
 import { startFakeAnthropic } from '../src/providers/anthropic/fake-anthropic.ts';
 import type { FakeUpstream } from '../src/providers/fake-upstream.ts';
-import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
 
 const hi = [{ role: 'user' as const, content: 'hi' }];
 
@@ -87,12 +87,8 @@ describe('the client contract the official SDKs depend on', () => {
         },
       },
     });
-    const registered = await server.register();
+    const registered = await server.registerOn('pro');
     key = registered.key;
-    await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'pro' },
-    });
     client = new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0 });
   });
   after(async () => {

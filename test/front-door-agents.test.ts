@@ -6,7 +6,7 @@ import { generateText, stepCountIs, tool } from 'ai';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
-import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
 
 /**
  * Two agent frameworks whose default OpenAI model speaks the Responses API, pointed at Tollgate: each runs a turn
@@ -26,12 +26,8 @@ describe('agent frameworks on /v1/responses (simulator)', () => {
   before(async () => {
     opened = await BACKENDS[0]!.open();
     server = await startTestServer({ backend: opened, yaml: { simulator: { chunk_interval_ms: 1 } } });
-    const registered = await server.register();
+    const registered = await server.registerOn('pro');
     key = registered.key;
-    await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'pro' },
-    });
   });
   after(async () => {
     await server?.close();

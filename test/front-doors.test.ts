@@ -7,7 +7,7 @@ import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { startFakeOpenAI } from '../src/providers/openai/fake-openai.ts';
 import { startFakeAnthropic } from '../src/providers/anthropic/fake-anthropic.ts';
 import type { FakeUpstream } from '../src/providers/fake-upstream.ts';
-import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
 
 /**
  * The Responses API and the Anthropic Messages API front doors, through the official SDKs on the real server,
@@ -37,7 +37,6 @@ describe('front doors: /v1/responses and /v1/messages', () => {
   let openaiUp: FakeUpstream;
   let anthropicUp: FakeUpstream;
   let key: string;
-  let accountId: string;
   let openai: OpenAI;
   let anthropic: Anthropic;
 
@@ -65,11 +64,7 @@ describe('front doors: /v1/responses and /v1/messages', () => {
         },
       },
     });
-    ({ key, accountId } = await server.register());
-    await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'pro' },
-    });
+    ({ key } = await server.registerOn('pro'));
     openai = new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0 });
     anthropic = new Anthropic({ apiKey: key, baseURL: server.url, maxRetries: 0 });
   });

@@ -6,7 +6,7 @@ import { countPromptTokens } from '../src/gateway/count-tokens.ts';
 import { connectRedis } from '../src/shared/connect-redis.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';
-import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
 
 const silent = pino({ level: 'silent' });
 const MESSAGES = [{ role: 'user' as const, content: 'Two instances, one key limit: answer briefly please.' }];
@@ -58,11 +58,7 @@ describe(
         body: { model, max_tokens: 5, messages: MESSAGES },
       });
     const limitedKey = async (controls: Record<string, unknown>) => {
-      const owner = await a.register();
-      await a.call('PUT', `/api/admin/accounts/${owner.accountId}/plan`, {
-        key: ADMIN_KEY,
-        body: { plan: 'enterprise' },
-      });
+      const owner = await a.registerOn('enterprise');
       const created = await a.call('POST', '/api/keys', { key: owner.key, body: controls });
       assert.equal(created.status, 201, JSON.stringify(created.body));
       return { owner, id: created.body.id as string, key: created.body.key as string };

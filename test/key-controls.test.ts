@@ -4,7 +4,7 @@ import { costMicros } from '../src/billing/pricing.ts';
 import { countPromptTokens } from '../src/gateway/count-tokens.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { createTestClock } from './helpers/clock.ts';
-import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -42,11 +42,7 @@ for (const backend of BACKENDS) {
       });
     /** An Enterprise account (no rate limits) with its trial dollar, and a second key with these controls. */
     const keyWith = async (controls: Record<string, unknown>) => {
-      const owner = await server.register();
-      await server.call('PUT', `/api/admin/accounts/${owner.accountId}/plan`, {
-        key: ADMIN_KEY,
-        body: { plan: 'enterprise' },
-      });
+      const owner = await server.registerOn('enterprise');
       const created = await server.call('POST', '/api/keys', {
         key: owner.key,
         body: { name: 'limited', ...controls },

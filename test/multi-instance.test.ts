@@ -227,11 +227,7 @@ describe('Redis going away mid-traffic', { skip: (await redisUnavailable()) ?? f
   });
 
   it('keeps serving with per-instance limits, reports degraded, and recovers by itself', async () => {
-    const { key, accountId } = await server.register();
-    await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'pro' },
-    });
+    const { key } = await server.registerOn('pro');
     assert.equal((await ask(server, key)).status, 200);
     assert.equal((await server.call('GET', '/health', { key: ADMIN_KEY })).body.limiter.ok, true);
 

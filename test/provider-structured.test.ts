@@ -10,7 +10,7 @@ import { type FakeGemini, startFakeGemini } from '../src/providers/gemini/fake-g
 import { startFakeOpenAI } from '../src/providers/openai/fake-openai.ts';
 import { startFakeAnthropic } from '../src/providers/anthropic/fake-anthropic.ts';
 import type { FakeUpstream } from '../src/providers/fake-upstream.ts';
-import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
 
 const GEMINI_KEY = 'gk-fake-gemini-key';
 
@@ -66,11 +66,7 @@ describe('providers: gemini, and structured outputs and tools through every adap
         routing: { max_attempts: 2, retry_base_ms: 5, retry_max_ms: 20, breaker_failure_threshold: 50 },
       },
     });
-    const registered = await server.register();
-    await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'pro' },
-    });
+    const registered = await server.registerOn('pro');
     client = new OpenAI({ apiKey: registered.key, baseURL: `${server.url}/v1`, maxRetries: 0 });
   });
   after(async () => {

@@ -73,11 +73,7 @@ describe('credit holds in Redis, two instances on one PostgreSQL', { skip: skip 
       body: { model: 'model-a', max_tokens: 5, messages: MESSAGES },
     });
   const enterprise = async () => {
-    const registered = await a.register();
-    await a.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'enterprise' },
-    });
+    const registered = await a.registerOn('enterprise');
     return registered;
   };
   const settleAll = async (): Promise<void> => {

@@ -52,12 +52,8 @@ describe('what a client sees (raw wire)', () => {
       clock: time.clock,
       yaml: { simulator: { chunk_interval_ms: 0, first_token_ms: 0 } },
     });
-    const registered = await server.register();
+    const registered = await server.registerOn('pro');
     key = registered.key;
-    await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'pro' },
-    });
   });
   after(async () => {
     await server?.close();

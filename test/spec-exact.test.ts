@@ -51,11 +51,7 @@ for (const backend of BACKENDS) {
       time.now = NOW - 2 * 3_600_000; // today (UTC), two hours ago
       const verified = await server.register();
       await server.services.store.accounts.markVerified(verified.accountId);
-      const paying = await server.register();
-      await server.call('PUT', `/api/admin/accounts/${paying.accountId}/plan`, {
-        key: ADMIN_KEY,
-        body: { plan: 'starter' },
-      });
+      const paying = await server.registerOn('starter');
       const first = await chat(paying.key, 'model-a');
       const second = await chat(paying.key, 'model-a');
       time.now = NOW;
@@ -123,11 +119,7 @@ for (const backend of BACKENDS) {
 
     it('overage: usage beyond the plan allowance is paid from top-up credit at the model list price', async () => {
       time.now = NOW;
-      const { key, accountId } = await server.register();
-      await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, {
-        key: ADMIN_KEY,
-        body: { plan: 'starter' },
-      });
+      const { key, accountId } = await server.registerOn('starter');
       // The allowance is almost used up: 10 µUSD of it remain; a top-up of $5 is there for what goes beyond.
       await opened.db.run(
         "UPDATE credit_grants SET remaining_micros = 10 WHERE account_id = $1 AND kind = 'plan'",

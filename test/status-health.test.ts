@@ -31,12 +31,8 @@ describe('the status page follows deployment health', () => {
         },
       },
     });
-    const registered = await server.register();
+    const registered = await server.registerOn('pro');
     key = registered.key;
-    await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'pro' },
-    });
   });
   after(async () => {
     await server?.close();

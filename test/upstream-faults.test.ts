@@ -53,12 +53,8 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
         },
       },
     });
-    const registered = await server.register();
+    const registered = await server.registerOn('pro');
     key = registered.key;
-    await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'pro' },
-    });
     client = new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0 });
   });
   after(async () => {

@@ -16,14 +16,14 @@ export function toGatewayError(error: unknown): GatewayError {
     );
   const fastifyError = error as Partial<FastifyError>;
   if (fastifyError.validation) {
-    const where = fastifyError.validationContext ?? 'body';
-    const first = fastifyError.validation[0];
-    const field = first?.instancePath ? `${where}${first.instancePath.replaceAll('/', '.')}` : where;
-    const detail =
-      first?.keyword === 'additionalProperties'
-        ? `has unknown field ${String((first.params as { additionalProperty?: string }).additionalProperty)}`
-        : (first?.message ?? 'is invalid');
-    return new GatewayError('invalid_request', `${field} ${detail}`, { cause: error });
+    const { message, param } = describeInvalid(
+      fastifyError.validationContext ?? 'body',
+      fastifyError.validation[0],
+    );
+    return new GatewayError('invalid_request', message, {
+      cause: error,
+      ...(param === null ? {} : { param }),
+    });
   }
   if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     return new GatewayError('invalid_request', 'request body is too large', { cause: error, status: 413 });
@@ -37,6 +37,73 @@ export function toGatewayError(error: unknown): GatewayError {
     return new GatewayError('invalid_request', message, { cause: error, status });
   }
   return new GatewayError('internal_error', 'internal error', { cause: error });
+}
+
+/** What Ajv reports of a failed check (with `verbose`, the failing property's own schema as `parentSchema`). */
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+  parentSchema?: { description?: unknown };
+}
+
+/** A JSON pointer (`/models/0/id`) as a field path the way OpenAI writes `param` (`models[0].id`). */
+function fieldPath(pointer: string): string {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), '');
+}
+
+/**
+ * A schema failure as a sentence a person can act on, and the field at fault as `param`: the missing or
+ * unknown field's own name, a pattern's description (the property's `description` in the route's schema)
+ * instead of the regular expression, an enum's allowed values.
+ */
+export function describeInvalid(
+  where: string,
+  first: AjvError | undefined,
+): { message: string; param: string | null } {
+  if (!first) return { message: `${where} is invalid`, param: null };
+  const path = fieldPath(first.instancePath);
+  const field = path ? `${where}.${path}` : where;
+  const { params } = first;
+  const description = first.parentSchema?.description;
+  switch (first.keyword) {
+    case 'required': {
+      const missing = String(params['missingProperty']);
+      return {
+        message: `${field} must have the field ${missing}`,
+        param: path ? `${path}.${missing}` : missing,
+      };
+    }
+    case 'additionalProperties': {
+      const unknown = String(params['additionalProperty']);
+      return {
+        message: `${field} has unknown field ${unknown}`,
+        param: path ? `${path}.${unknown}` : unknown,
+      };
+    }
+    case 'enum':
+      return {
+        message: `${field} must be one of ${(params['allowedValues'] as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
+        param: path || null,
+      };
+    case 'pattern':
+      return {
+        message:
+          typeof description === 'string'
+            ? `${field} must be ${description}`
+            : `${field} is not in the expected form`,
+        param: path || null,
+      };
+    case 'format':
+      return { message: `${field} must be a valid ${String(params['format'])}`, param: path || null };
+    default:
+      return { message: `${field} ${first.message ?? 'is invalid'}`, param: path || null };
+  }
 }
 
 /**

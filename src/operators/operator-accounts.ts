@@ -91,6 +91,21 @@ export class OperatorAccounts {
     return this.#o.accounts.account(id);
   }
 
+  /**
+   * Takes the operator role away. An operator may not take its own (`by` is the acting operator's account, null
+   * for the admin key): another operator or the admin key can, so the console never loses its last operator
+   * by a slip.
+   */
+  async revokeOperator(id: string, by: string | null): Promise<AccountRecord> {
+    if (id === by)
+      throw new GatewayError(
+        'conflict',
+        'an operator cannot remove its own operator role; another operator or the admin key can',
+        { param: 'id' },
+      );
+    return this.setRole(id, 'user');
+  }
+
   async byEmail(email: string): Promise<AccountRecord> {
     const account = await this.#o.store.accounts.byEmail(email.trim().toLowerCase());
     if (!account) throw new GatewayError('not_found', `no account with the e-mail ${email}`);

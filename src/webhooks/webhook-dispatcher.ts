@@ -19,6 +19,7 @@ export interface DispatcherOptions {
   /** A receiver must answer 2xx within this; otherwise the attempt failed. */
   timeoutMs?: number;
   retryDelaysMs?: readonly number[];
+  /** How often the outbox is read for attempts that have come due (a queued event nudges it at once). */
   pollMs?: number;
 }
 

@@ -3,7 +3,7 @@ import { BACKENDS, type OpenedBackend } from './backends.ts';
 import { startFakeOpenAI } from '../../src/providers/openai/fake-openai.ts';
 import { startFakeAnthropic } from '../../src/providers/anthropic/fake-anthropic.ts';
 import type { FakeUpstream } from '../../src/providers/fake-upstream.ts';
-import { ADMIN_KEY, startTestServer, type TestServer } from './server.ts';
+import { startTestServer, type TestServer } from './server.ts';
 
 /** Timeouts of the catalog's gateways: short, so a hang costs a fraction of a second. */
 export const FIRST_BYTE_MS = 300;
@@ -55,11 +55,7 @@ export async function startCatalog(): Promise<Catalog> {
       },
     },
   });
-  const registered = await server.register();
-  await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
-    key: ADMIN_KEY,
-    body: { plan: 'pro' },
-  });
+  const registered = await server.registerOn('pro');
   return {
     server,
     opened,

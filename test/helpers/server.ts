@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import type { Mail, Mailer } from '../../src/accounts/mailer.ts';
 import { createApp } from '../../src/app.ts';
 import { parseConfig } from '../../src/config/load-config.ts';
-import type { Config } from '../../src/config/config.ts';
+import type { Config, PlanId } from '../../src/config/config.ts';
 import { createServices, type Services, type ServicesOptions } from '../../src/services.ts';
 import type { Clock } from '../../src/shared/ids.ts';
 import { createStore } from '../../src/store/store.ts';
@@ -12,13 +12,21 @@ import type { OpenedBackend } from './backends.ts';
 
 export const ADMIN_KEY = 'tg-admin-test-key-0123456789abcdef';
 
+export interface Registered {
+  accountId: string;
+  key: string;
+  keyId: string;
+}
+
 export interface TestServer {
   url: string;
   services: Services;
   app: FastifyInstance;
   mails: Mail[];
   /** Registers an account; resolves to its id and first key's secret. */
-  register(email?: string): Promise<{ accountId: string; key: string; keyId: string }>;
+  register(email?: string): Promise<Registered>;
+  /** Registers an account and moves it to `plan` with the admin key (throws if either step fails). */
+  registerOn(plan: PlanId, email?: string): Promise<Registered>;
   /** fetch against the server with a bearer key and a JSON body. */
   call(
     method: string,
@@ -88,23 +96,37 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     return { status: response.status, body, headers: response.headers };
   };
 
+  const register: TestServer['register'] = async (
+    email = `user${++emailCounter}-${Date.now()}@example.com`,
+  ) => {
+    const response = await call('POST', '/api/auth/register', {
+      body: { email, password: 'correct horse battery' },
+    });
+    if (response.status !== 201)
+      throw new Error(`register failed: ${response.status} ${JSON.stringify(response.body)}`);
+    return {
+      accountId: response.body.account.id,
+      key: response.body.api_key.key,
+      keyId: response.body.api_key.id,
+    };
+  };
+
   return {
     url,
     services,
     app,
     mails,
     call,
-    async register(email = `user${++emailCounter}-${Date.now()}@example.com`) {
-      const response = await call('POST', '/api/auth/register', {
-        body: { email, password: 'correct horse battery' },
+    register,
+    async registerOn(plan, email) {
+      const registered = await register(email);
+      const moved = await call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
+        key: ADMIN_KEY,
+        body: { plan },
       });
-      if (response.status !== 201)
-        throw new Error(`register failed: ${response.status} ${JSON.stringify(response.body)}`);
-      return {
-        accountId: response.body.account.id,
-        key: response.body.api_key.key,
-        keyId: response.body.api_key.id,
-      };
+      if (moved.status !== 200)
+        throw new Error(`setting plan ${plan} failed: ${moved.status} ${JSON.stringify(moved.body)}`);
+      return registered;
     },
     async close() {
       await app.close();

@@ -43,11 +43,7 @@ for (const backend of BACKENDS) {
     });
 
     it('key creation is rate-limited per account, with Retry-After', async () => {
-      const { key, accountId } = await server.register();
-      await server.call('PUT', `/api/admin/accounts/${accountId}/plan`, {
-        key: ADMIN_KEY,
-        body: { plan: 'pro' },
-      });
+      const { key } = await server.registerOn('pro');
       const statuses: number[] = [];
       let last: Awaited<ReturnType<TestServer['call']>> | undefined;
       for (let i = 0; i < 6; i++) {

@@ -13,7 +13,7 @@ import { createStore, openDb } from '../../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from '../helpers/backends.ts';
 import { startFakeOpenAI } from '../../src/providers/openai/fake-openai.ts';
 import type { FakeUpstream } from '../../src/providers/fake-upstream.ts';
-import { ADMIN_KEY, startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 const UPSTREAM_KEY = 'sk-proj-upstreamSecretValue0123456789';
 const KEY_A = 'first-secret-key-of-at-least-32-characters';
@@ -135,12 +135,8 @@ describe('upstream error text and logs', () => {
         models: { 'model-b': { deployments: [{ provider: 'up', model: 'secret-upstream-model-7b' }] } },
       },
     });
-    const registered = await server.register();
+    const registered = await server.registerOn('pro');
     key = registered.key;
-    await server.call('PUT', `/api/admin/accounts/${registered.accountId}/plan`, {
-      key: ADMIN_KEY,
-      body: { plan: 'pro' },
-    });
   });
   after(async () => {
     await server?.close();

@@ -1,11 +1,11 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { presentAccount, presentBalance } from '../present.ts';
 import { userOf } from './principal.ts';
 
-/** The key's own account: identity, plan, limits, balance and today's tokens. */
-export function accountRoutes(app: FastifyInstance, services: Pick<Services, 'accounts'>): void {
-  app.get('/api/account', { config: { auth: 'user' } }, async (request) => {
+/** `/api/account`: the key's own account: identity, plan, limits, balance and today's tokens. */
+export const accountRoutes: FastifyPluginAsync<Pick<Services, 'accounts'>> = async (app, services) => {
+  app.get('', { config: { auth: 'user' } }, async (request) => {
     const summary = await services.accounts.summary(userOf(request).account);
     const { limits, standing } = summary;
     return {
@@ -21,4 +21,4 @@ export function accountRoutes(app: FastifyInstance, services: Pick<Services, 'ac
       billing_message: standing.ok ? null : standing.message,
     };
   });
-}
+};

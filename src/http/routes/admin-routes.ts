@@ -1,22 +1,25 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { PlanId } from '../../config/config.ts';
 import type { Services } from '../../services.ts';
 import { iso, usd } from '../present.ts';
 import { usdToMicros } from '../../shared/money.ts';
 import { parseAccountQuery } from '../parse-account-query.ts';
 import { presentAdminAccount } from '../present-operator.ts';
-import { suspensionReason } from './operator-routes.ts';
+import { PAGE_QUERY, suspensionReason } from './operator-routes.ts';
 
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
 const nullableLimit = { type: ['integer', 'null'], minimum: 0 } as const;
 
-/** The operator's controls over accounts; every route needs the admin key or an operator. */
-export function adminRoutes(app: FastifyInstance, services: Services): void {
+/** `/api/admin/accounts`: the operator's controls over accounts; every route needs the admin key or an operator. */
+export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' | 'operators'>> = async (
+  app,
+  services,
+) => {
   const config = { auth: 'admin' } as const;
   const { accounts } = services;
 
   app.get<{ Querystring: Record<string, string | undefined> }>(
-    '/api/admin/accounts',
+    '',
     {
       config,
       schema: {
@@ -29,8 +32,7 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
             status: { type: 'string', enum: ['active', 'suspended'] },
             sort: { type: 'string', enum: ['created_at', 'email', 'last_active_at'] },
             order: { type: 'string', enum: ['asc', 'desc'] },
-            limit: { type: 'string', pattern: '^(?:[1-9]\\d?|[1-4]\\d\\d|500)$' },
-            offset: { type: 'string', pattern: '^\\d{1,9}$' },
+            ...PAGE_QUERY,
           },
         },
       },
@@ -48,14 +50,12 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
     },
   );
 
-  app.get<{ Params: { id: string } }>(
-    '/api/admin/accounts/:id',
-    { config, schema: { params: idParams } },
-    async (request) => presentAdminAccount(await accounts.account(request.params.id)),
+  app.get<{ Params: { id: string } }>('/:id', { config, schema: { params: idParams } }, async (request) =>
+    presentAdminAccount(await accounts.account(request.params.id)),
   );
 
   app.post<{ Params: { id: string } }>(
-    '/api/admin/accounts/:id/suspend',
+    '/:id/suspend',
     { config, schema: { params: idParams } },
     async (request) =>
       presentAdminAccount(
@@ -64,13 +64,13 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.post<{ Params: { id: string } }>(
-    '/api/admin/accounts/:id/unsuspend',
+    '/:id/unsuspend',
     { config, schema: { params: idParams } },
     async (request) => presentAdminAccount(await services.operators.accounts.unsuspend(request.params.id)),
   );
 
   app.put<{ Params: { id: string }; Body: { plan: PlanId } }>(
-    '/api/admin/accounts/:id/plan',
+    '/:id/plan',
     {
       config,
       schema: {
@@ -95,7 +95,7 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
       credit_limit_usd?: number;
     };
   }>(
-    '/api/admin/accounts/:id/limits',
+    '/:id/limits',
     {
       config,
       schema: {
@@ -127,7 +127,7 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.post<{ Params: { id: string }; Body: { amount_usd: number; expires_at?: string } }>(
-    '/api/admin/accounts/:id/credits',
+    '/:id/credits',
     {
       config,
       schema: {
@@ -159,4 +159,4 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
       });
     },
   );
-}
+};

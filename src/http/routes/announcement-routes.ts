@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { AnnouncementInput } from '../../operators/announcements-service.ts';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
@@ -58,20 +58,23 @@ function inputOf(body: AnnouncementBody): AnnouncementInput {
 }
 
 /** The site's address for links in mail: PUBLIC_URL, else the address the operator used. */
-const baseUrlOf = (request: FastifyRequest, services: Services): string =>
+const baseUrlOf = (request: FastifyRequest, services: Pick<Services, 'config'>): string =>
   services.config.publicUrl ?? ownOrigin(request, services.config);
 
-/** Announcements: operators post, edit and end them; `/status` and its feed show them. */
-export function announcementRoutes(app: FastifyInstance, services: Services): void {
+/** `/api/admin/announcements`: operators post, edit and end them; `/status` and its feed show them. */
+export const announcementRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'operators'>> = async (
+  app,
+  services,
+) => {
   const { announcements } = services.operators;
 
-  app.get('/api/admin/announcements', { config }, async () => ({
+  app.get('', { config }, async () => ({
     object: 'list',
     data: (await announcements.list()).map(presentAnnouncement),
   }));
 
   app.post<{ Body: AnnouncementBody }>(
-    '/api/admin/announcements',
+    '',
     {
       config,
       schema: {
@@ -95,7 +98,7 @@ export function announcementRoutes(app: FastifyInstance, services: Services): vo
   );
 
   app.patch<{ Params: { id: string }; Body: AnnouncementBody }>(
-    '/api/admin/announcements/:id',
+    '/:id',
     {
       config,
       schema: { params: idParams, body: { type: 'object', additionalProperties: false, properties: fields } },
@@ -107,8 +110,8 @@ export function announcementRoutes(app: FastifyInstance, services: Services): vo
   );
 
   app.post<{ Params: { id: string } }>(
-    '/api/admin/announcements/:id/end',
+    '/:id/end',
     { config, schema: { params: idParams } },
     async (request) => presentAnnouncement(await announcements.end(request.params.id)),
   );
-}
+};

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { presentAccount } from '../present.ts';
 
@@ -23,10 +23,13 @@ const verifySchema = {
   },
 } as const;
 
-/** Registration and e-mail verification: open to anyone (per-IP limited once limits exist). */
-export function authRoutes(app: FastifyInstance, services: Pick<Services, 'accounts' | 'signups'>): void {
+/** `/api/auth`: registration and e-mail verification, open to anyone (throttled per address). */
+export const authRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'signups'>> = async (
+  app,
+  services,
+) => {
   app.post<{ Body: { email: string; password: string } }>(
-    '/api/auth/register',
+    '/register',
     { schema: registerSchema },
     async (request, reply) => {
       await services.signups.check(request.ip);
@@ -35,13 +38,9 @@ export function authRoutes(app: FastifyInstance, services: Pick<Services, 'accou
     },
   );
 
-  app.post<{ Body: { token: string } }>(
-    '/api/auth/verify-email',
-    { schema: verifySchema },
-    async (request) => {
-      await services.signups.check(request.ip);
-      const account = await services.accounts.verifyEmail(request.body.token);
-      return { account: presentAccount(account), verified: true };
-    },
-  );
-}
+  app.post<{ Body: { token: string } }>('/verify-email', { schema: verifySchema }, async (request) => {
+    await services.signups.check(request.ip);
+    const account = await services.accounts.verifyEmail(request.body.token);
+    return { account: presentAccount(account), verified: true };
+  });
+};

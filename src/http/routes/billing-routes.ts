@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { FAILURE_REASONS, type FailureReason } from '../../payments/payments-service.ts';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
@@ -25,10 +25,13 @@ export function presentOrder(order: OrderRecord): Record<string, unknown> {
 
 const orderParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
 
-/** Checkout and orders; the test provider's checkout page; Stripe's webhook. */
-export function billingRoutes(app: FastifyInstance, services: Pick<Services, 'config' | 'payments'>): void {
+/** `/api/billing`: checkout and the account's orders. */
+export const billingRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'payments'>> = async (
+  app,
+  services,
+) => {
   app.post<{ Body: { plan?: string; topup_usd?: number } }>(
-    '/api/billing/checkout',
+    '/checkout',
     {
       config: { auth: 'user' },
       schema: {
@@ -53,27 +56,25 @@ export function billingRoutes(app: FastifyInstance, services: Pick<Services, 'co
     },
   );
 
-  app.get('/api/billing/orders', { config: { auth: 'user' } }, async (request) => {
+  app.get('/orders', { config: { auth: 'user' } }, async (request) => {
     const orders = await services.payments.orders(userOf(request).account.id);
     return { object: 'list', data: orders.map(presentOrder) };
   });
+};
 
-  // The test provider's "card form": anyone holding the (unguessable) checkout URL may complete it.
-  app.get<{ Params: { id: string } }>(
-    '/checkout/:id',
-    { schema: { params: orderParams } },
-    async (request, reply) => {
-      const order = await services.payments.testCheckout(request.params.id);
-      const nonce = randomBytes(16).toString('base64');
-      return reply
-        .headers(checkoutPageHeaders(nonce))
-        .type('text/html; charset=utf-8')
-        .send(checkoutPage(order, nonce));
-    },
-  );
+/** `/checkout`: the test provider's "card form"; anyone holding the (unguessable) checkout URL may complete it. */
+export const checkoutPageRoutes: FastifyPluginAsync<Pick<Services, 'payments'>> = async (app, services) => {
+  app.get<{ Params: { id: string } }>('/:id', { schema: { params: orderParams } }, async (request, reply) => {
+    const order = await services.payments.testCheckout(request.params.id);
+    const nonce = randomBytes(16).toString('base64');
+    return reply
+      .headers(checkoutPageHeaders(nonce))
+      .type('text/html; charset=utf-8')
+      .send(checkoutPage(order, nonce));
+  });
 
   app.post<{ Params: { id: string }; Body: { outcome: 'success' | 'failed'; reason?: FailureReason } }>(
-    '/checkout/:id',
+    '/:id',
     {
       schema: {
         params: orderParams,
@@ -97,24 +98,30 @@ export function billingRoutes(app: FastifyInstance, services: Pick<Services, 'co
       return presentOrder(order);
     },
   );
+};
 
-  // Stripe signs the exact bytes it sends, so this route reads its body as text, unparsed.
-  void app.register(async (scope) => {
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
-    scope.post('/api/payments/stripe/webhook', async (request) => {
-      const stripe = services.config.stripe;
-      if (!stripe) throw new GatewayError('not_found', 'Stripe is not configured');
-      const signature = request.headers['stripe-signature'];
-      const result = await services.payments.handleStripeEvent(
-        String(request.body),
-        Array.isArray(signature) ? signature[0] : signature,
-        stripe.webhookSecret,
-      );
-      return { received: true, result };
-    });
+/**
+ * `/api/payments/stripe`: Stripe's webhook. Stripe signs the exact bytes it sends, so this plugin's scope reads
+ * every body as text, unparsed (its content-type parsers are its own; the rest of the app keeps JSON).
+ */
+export const stripeWebhookRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'payments'>> = async (
+  app,
+  services,
+) => {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+  app.post('/webhook', async (request) => {
+    const stripe = services.config.stripe;
+    if (!stripe) throw new GatewayError('not_found', 'Stripe is not configured');
+    const signature = request.headers['stripe-signature'];
+    const result = await services.payments.handleStripeEvent(
+      String(request.body),
+      Array.isArray(signature) ? signature[0] : signature,
+      stripe.webhookSecret,
+    );
+    return { received: true, result };
   });
-}
+};
 
 /**
  * Without PUBLIC_URL (outside production only): the address this server listens on, never the request's

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { isCidr, type KeyChange } from '../../accounts/accounts-service.ts';
 import { LIMIT_PERIODS } from '../../accounts/key-controls.ts';
 import type { Config } from '../../config/config.ts';
@@ -100,14 +100,14 @@ const idParams = {
   params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } },
 } as const;
 
-/** The account's API keys: list (never the secret), create and rotate (secret once), change, revoke. */
-export function keyRoutes(
-  app: FastifyInstance,
-  services: Pick<Services, 'accounts' | 'config' | 'clock'>,
-): void {
+/** `/api/keys`: the account's API keys: list (never the secret), create and rotate (secret once), change, revoke. */
+export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' | 'clock'>> = async (
+  app,
+  services,
+) => {
   const config = { auth: 'user' } as const;
 
-  app.get('/api/keys', { config }, async (request) => {
+  app.get('', { config }, async (request) => {
     const overview = await services.accounts.keyOverview(userOf(request).account.id);
     // A limited key also shows its spend this period and what remains.
     const data = overview.map(({ key, lastUsedAt, status }) => ({
@@ -120,23 +120,19 @@ export function keyRoutes(
     return { object: 'list', data };
   });
 
-  app.post<{ Body: KeyBody | undefined }>(
-    '/api/keys',
-    { config, schema: createSchema },
-    async (request, reply) => {
-      const change = parseKeyChange(request.body ?? {}, services.config, services.clock());
-      const issued = await services.accounts.createKey(
-        userOf(request).account.id,
-        change.name ?? 'unnamed',
-        change.allowedIps ?? null,
-        controlsOf(change),
-      );
-      return reply.status(201).send(issued);
-    },
-  );
+  app.post<{ Body: KeyBody | undefined }>('', { config, schema: createSchema }, async (request, reply) => {
+    const change = parseKeyChange(request.body ?? {}, services.config, services.clock());
+    const issued = await services.accounts.createKey(
+      userOf(request).account.id,
+      change.name ?? 'unnamed',
+      change.allowedIps ?? null,
+      controlsOf(change),
+    );
+    return reply.status(201).send(issued);
+  });
 
   app.patch<{ Params: { id: string }; Body: KeyBody | undefined }>(
-    '/api/keys/:id',
+    '/:id',
     { config, schema: { ...idParams, ...createSchema } },
     async (request) => {
       const change = parseKeyChange(request.body ?? {}, services.config, services.clock());
@@ -145,16 +141,12 @@ export function keyRoutes(
     },
   );
 
-  app.delete<{ Params: { id: string } }>('/api/keys/:id', { config, schema: idParams }, async (request) => {
+  app.delete<{ Params: { id: string } }>('/:id', { config, schema: idParams }, async (request) => {
     const key = await services.accounts.revokeKey(userOf(request).account.id, request.params.id);
     return presentKey(key);
   });
 
-  app.post<{ Params: { id: string } }>(
-    '/api/keys/:id/rotate',
-    { config, schema: idParams },
-    async (request) => {
-      return services.accounts.rotateKey(userOf(request).account.id, request.params.id);
-    },
-  );
-}
+  app.post<{ Params: { id: string } }>('/:id/rotate', { config, schema: idParams }, async (request) => {
+    return services.accounts.rotateKey(userOf(request).account.id, request.params.id);
+  });
+};

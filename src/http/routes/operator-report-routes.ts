@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import type { ExportedUsage } from '../../store/admin-reports-repo.ts';
@@ -14,19 +14,27 @@ const EXPORT_PAGE = 1_000;
 const CSV_COLUMNS =
   'request_id,account_id,key_id,model,status,prompt_tokens,completion_tokens,total_tokens,cost_usd,created_at\n';
 
-/** Operators' reports: statistics over time, deployments' health, the webhook backlog, the usage export. */
-export function operatorReportRoutes(app: FastifyInstance, services: Services): void {
+/** Under `/api/admin`: operators' reports: statistics over time, deployments' health, the webhook backlog, the usage export. */
+export const operatorReportRoutes: FastifyPluginAsync<
+  Pick<Services, 'clock' | 'router' | 'store' | 'webhooks'>
+> = async (app, services) => {
   const reports = services.store.adminReports;
 
   app.get<{ Querystring: { days?: string } }>(
-    '/api/admin/stats/daily',
+    '/stats/daily',
     {
       config,
       schema: {
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { days: { type: 'string', pattern: '^(?:[1-9]\\d?|[1-3]\\d\\d)$' } },
+          properties: {
+            days: {
+              type: 'string',
+              pattern: '^(?:[1-9]\\d?|[1-3]\\d\\d)$',
+              description: 'a whole number from 1 to 399 (at most 366 days are shown)',
+            },
+          },
         },
       },
     },
@@ -72,7 +80,7 @@ export function operatorReportRoutes(app: FastifyInstance, services: Services): 
   );
 
   // From the router's in-process measurements only: drawing this page calls no upstream.
-  app.get('/api/admin/deployments', { config }, async () => ({
+  app.get('/deployments', { config }, async () => ({
     object: 'list',
     data: services.router.stats().map((stat) => ({
       model: stat.model,
@@ -87,7 +95,7 @@ export function operatorReportRoutes(app: FastifyInstance, services: Services): 
     })),
   }));
 
-  app.get('/api/admin/webhooks', { config }, async () => {
+  app.get('/webhooks', { config }, async () => {
     const backlog = await reports.webhookBacklog();
     const failing = await reports.failingEndpoints(100);
     return {
@@ -109,7 +117,7 @@ export function operatorReportRoutes(app: FastifyInstance, services: Services): 
   });
 
   app.post<{ Params: { id: string } }>(
-    '/api/admin/webhooks/deliveries/:id/redeliver',
+    '/webhooks/deliveries/:id/redeliver',
     {
       config,
       schema: { params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } },
@@ -124,7 +132,7 @@ export function operatorReportRoutes(app: FastifyInstance, services: Services): 
   );
 
   app.get<{ Querystring: { from: string; to: string; format?: 'csv' | 'jsonl'; account_id?: string } }>(
-    '/api/admin/usage/export',
+    '/usage/export',
     {
       config,
       schema: {
@@ -158,7 +166,7 @@ export function operatorReportRoutes(app: FastifyInstance, services: Services): 
         .send(Readable.from(lines));
     },
   );
-}
+};
 
 /** An ISO date or date-time; a bare date as `to` means the end of that day (the range includes it). */
 function parseInstant(text: string, param: string, endOfDay: boolean): number {

@@ -1,7 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
-import { noteAudit } from '../operator-audit.ts';
+import { actorOf, noteAudit } from '../operator-audit.ts';
 import { ownOrigin } from '../session-cookie.ts';
 import { presentAdminAccount, presentAuditEntry } from '../present-operator.ts';
 import { iso, presentDelivery, presentKey, usd } from '../present.ts';
@@ -9,22 +9,33 @@ import { presentOrder } from './billing-routes.ts';
 
 const config = { auth: 'admin' } as const;
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
-const page = {
-  limit: { type: 'string', pattern: '^(?:[1-9]\\d?|[1-4]\\d\\d|500)$' },
-  offset: { type: 'string', pattern: '^\\d{1,9}$' },
+/** `limit` and `offset` of a listing that pages (in the query string, so as text). */
+export const PAGE_QUERY = {
+  limit: {
+    type: 'string',
+    pattern: '^(?:[1-9]\\d?|[1-4]\\d\\d|500)$',
+    description: 'a whole number from 1 to 500',
+  },
+  offset: { type: 'string', pattern: '^\\d{1,9}$', description: 'a whole number from 0 to 999999999' },
 } as const;
 
-/** Operators: granting the role, an account's whole page, its keys, verification mail, the audit log. */
-export function operatorRoutes(app: FastifyInstance, services: Services): void {
+/**
+ * Under `/api/admin`: operators (granting the role), an account's whole page, its keys, verification mail,
+ * the audit log.
+ */
+export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' | 'operators'>> = async (
+  app,
+  services,
+) => {
   const { accounts } = services.operators;
 
-  app.get('/api/admin/operators', { config }, async () => ({
+  app.get('/operators', { config }, async () => ({
     object: 'list',
     data: (await accounts.operators()).map((account) => presentAdminAccount(account)),
   }));
 
   app.post<{ Body: { email: string } }>(
-    '/api/admin/operators',
+    '/operators',
     {
       config,
       schema: {
@@ -44,13 +55,14 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.delete<{ Params: { id: string } }>(
-    '/api/admin/operators/:id',
+    '/operators/:id',
     { config, schema: { params: idParams } },
-    async (request) => presentAdminAccount(await accounts.setRole(request.params.id, 'user')),
+    async (request) =>
+      presentAdminAccount(await accounts.revokeOperator(request.params.id, actorOf(request).actorAccountId)),
   );
 
   app.get<{ Params: { id: string } }>(
-    '/api/admin/accounts/:id/detail',
+    '/accounts/:id/detail',
     { config, schema: { params: idParams } },
     async (request) => {
       const detail = await accounts.detail(request.params.id);
@@ -84,7 +96,7 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.post<{ Params: { id: string } }>(
-    '/api/admin/accounts/:id/resend-verification',
+    '/accounts/:id/resend-verification',
     { config, schema: { params: idParams } },
     async (request, reply) => {
       const baseUrl = services.config.publicUrl ?? ownOrigin(request, services.config);
@@ -94,7 +106,7 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.get<{ Params: { id: string } }>(
-    '/api/admin/accounts/:id/keys',
+    '/accounts/:id/keys',
     { config, schema: { params: idParams } },
     async (request) => ({
       object: 'list',
@@ -103,7 +115,7 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.delete<{ Params: { id: string; keyId: string } }>(
-    '/api/admin/accounts/:id/keys/:keyId',
+    '/accounts/:id/keys/:keyId',
     {
       config,
       schema: {
@@ -117,14 +129,14 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.get<{ Querystring: { limit?: string; offset?: string; account_id?: string } }>(
-    '/api/admin/audit',
+    '/audit',
     {
       config,
       schema: {
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { ...page, account_id: { type: 'string', maxLength: 100 } },
+          properties: { ...PAGE_QUERY, account_id: { type: 'string', maxLength: 100 } },
         },
       },
     },
@@ -145,7 +157,7 @@ export function operatorRoutes(app: FastifyInstance, services: Services): void {
       };
     },
   );
-}
+};
 
 /** Reads an optional `{reason}` body of a suspension: a string of at most 500 characters, or nothing. */
 export function suspensionReason(body: unknown): string | null {

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { presentKeyControls } from '../../accounts/key-controls.ts';
 import type { Services } from '../../services.ts';
 import { iso, usd } from '../present.ts';
@@ -8,8 +8,8 @@ import { asUser } from './principal.ts';
  * `GET /api/key`: the calling key's own controls, its spend today, this ISO week and this calendar month
  * (UTC), and what its limit still allows, so a script can check before it spends.
  */
-export function ownKeyRoutes(app: FastifyInstance, services: Pick<Services, 'accounts'>): void {
-  app.get('/api/key', { config: { auth: 'user' } }, async (request) => {
+export const ownKeyRoutes: FastifyPluginAsync<Pick<Services, 'accounts'>> = async (app, services) => {
+  app.get('', { config: { auth: 'user' } }, async (request) => {
     const { key } = asUser(request.principal);
     const status = await services.accounts.keyStatus(key);
     return {
@@ -29,4 +29,4 @@ export function ownKeyRoutes(app: FastifyInstance, services: Pick<Services, 'acc
       resets_at: iso(status.resetsAt),
     };
   });
-}
+};

@@ -1,24 +1,36 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { Principal } from '../../accounts/accounts-service.ts';
 import type { Services } from '../../services.ts';
+import { StoreUnavailableError } from '../../store/db.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { bearerToken } from '../auth-hook.ts';
 import { presentModel, presentPlan } from '../present.ts';
 
-/** Health, plans and models: no key needed (health's details need the admin key); metrics need a token. */
-export function publicRoutes(app: FastifyInstance, services: Services): void {
-  const isAdmin = async (request: FastifyRequest): Promise<boolean> => {
+/**
+ * Health, plans and models: no key needed (health's details need the admin key); metrics need a token.
+ * Mounted without a prefix: its paths are the spec's own.
+ */
+export const publicRoutes: FastifyPluginAsync<
+  Pick<Services, 'accounts' | 'config' | 'health' | 'metrics' | 'startedAt'>
+> = async (app, services) => {
+  /** Who the key in Authorization is: undefined without one; a key that is not valid throws its 401 or 403. */
+  const principalOf = async (request: FastifyRequest): Promise<Principal | undefined> => {
     const secret = bearerToken(request.headers.authorization);
-    if (!secret) return false;
-    const principal = await services.accounts.authenticate(secret, request.ip).catch(() => undefined);
-    return principal?.kind === 'admin';
+    return secret === undefined ? undefined : services.accounts.authenticate(secret, request.ip);
   };
 
-  // Load balancers need only the status; deployments, upstream models and error rates are the operator's.
+  // Load balancers need only the status; deployments, upstream models and error rates are the operator's. A
+  // key that is given must be valid, as everywhere else; while the database cannot be reached only the admin
+  // key can be told apart, and anything else gets the status (503, down) rather than an error.
   app.get('/health', async (request, reply) => {
+    const principal = await principalOf(request).catch((error: unknown) => {
+      if (error instanceof StoreUnavailableError) return undefined;
+      throw error;
+    });
     const report = await services.health();
     const status = report.status === 'down' ? 503 : 200;
-    return reply.status(status).send((await isAdmin(request)) ? report : { status: report.status });
+    return reply.status(status).send(principal?.kind === 'admin' ? report : { status: report.status });
   });
 
   app.get('/plans', async () => ({
@@ -49,7 +61,7 @@ export function publicRoutes(app: FastifyInstance, services: Services): void {
     const presented = bearerToken(request.headers.authorization);
     const byToken =
       tokenHash !== undefined && presented !== undefined && timingSafeEqual(sha256(presented), tokenHash);
-    if (!byToken && !(await isAdmin(request)))
+    if (!byToken && (await principalOf(request).catch(() => undefined))?.kind !== 'admin')
       throw new GatewayError(
         'unauthorized',
         'metrics need the bearer token TOLLGATE_METRICS_TOKEN sets, or the admin key (see docs/security.md)',
@@ -57,6 +69,6 @@ export function publicRoutes(app: FastifyInstance, services: Services): void {
     const body = await services.metrics.registry.metrics();
     return reply.type(services.metrics.registry.contentType).send(body);
   });
-}
+};
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();

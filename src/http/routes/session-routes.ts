@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { iso, presentAccount } from '../present.ts';
@@ -14,9 +14,13 @@ const body = (properties: Record<string, unknown>) =>
 
 /**
  * The dashboard's sign-in: sessions carried by an HttpOnly cookie, sign-out (here or everywhere), password
- * change and reset, verification resend. Every answer about an e-mail is the same whether it is registered.
+ * change and reset, verification resend, under `/api/auth`. Every answer about an e-mail is the same whether
+ * it is registered.
  */
-export function sessionRoutes(app: FastifyInstance, services: Services): void {
+export const sessionRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'sessions' | 'signups'>> = async (
+  app,
+  services,
+) => {
   const { config, sessions } = services;
   const baseUrl = (request: FastifyRequest): string => config.publicUrl ?? ownOrigin(request, config);
 
@@ -48,7 +52,7 @@ export function sessionRoutes(app: FastifyInstance, services: Services): void {
   });
 
   app.post<{ Body: { email: string; password: string } }>(
-    '/api/auth/login',
+    '/login',
     { schema: body({ email, password: { type: 'string', minLength: 1, maxLength: 1024 } }) },
     async (request, reply) => {
       sameOrigin(request);
@@ -59,7 +63,7 @@ export function sessionRoutes(app: FastifyInstance, services: Services): void {
   );
 
   // The session this browser holds (and its CSRF token, which only this site's own scripts can read).
-  app.get('/api/auth/session', async (request, reply) => {
+  app.get('/session', async (request, reply) => {
     const secret = sessionCookie(request, config);
     const found = secret === undefined ? undefined : await sessions.authenticate(secret);
     if (!found) {
@@ -71,20 +75,20 @@ export function sessionRoutes(app: FastifyInstance, services: Services): void {
     return presentSession(found);
   });
 
-  app.post('/api/auth/logout', { config: { auth: 'session' } }, async (request, reply) => {
+  app.post('/logout', { config: { auth: 'session' } }, async (request, reply) => {
     await sessions.logout(sessionOf(request).session);
     clearSessionCookie(reply, config);
     return { signed_out: true };
   });
 
-  app.post('/api/auth/logout-everywhere', { config: { auth: 'session' } }, async (request, reply) => {
+  app.post('/logout-everywhere', { config: { auth: 'session' } }, async (request, reply) => {
     const ended = await sessions.logoutEverywhere(sessionOf(request).account.id);
     clearSessionCookie(reply, config);
     return { signed_out: true, sessions_ended: ended };
   });
 
   app.post<{ Body: { current_password: string; new_password: string } }>(
-    '/api/auth/password',
+    '/password',
     {
       config: { auth: 'session' },
       schema: body({
@@ -103,7 +107,7 @@ export function sessionRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.post<{ Body: { email: string } }>(
-    '/api/auth/password-reset',
+    '/password-reset',
     { schema: body({ email }) },
     async (request, reply) => {
       await sessions.requestPasswordReset(request.body.email, request.ip, baseUrl(request));
@@ -115,7 +119,7 @@ export function sessionRoutes(app: FastifyInstance, services: Services): void {
   );
 
   app.post<{ Body: { token: string; password: string } }>(
-    '/api/auth/password-reset/confirm',
+    '/password-reset/confirm',
     { schema: body({ token: { type: 'string', minLength: 1, maxLength: 512 }, password }) },
     async (request, reply) => {
       await services.signups.check(request.ip);
@@ -125,8 +129,8 @@ export function sessionRoutes(app: FastifyInstance, services: Services): void {
     },
   );
 
-  app.post('/api/auth/resend-verification', { config: { auth: 'user' } }, async (request, reply) => {
+  app.post('/resend-verification', { config: { auth: 'user' } }, async (request, reply) => {
     await sessions.resendVerification(userOf(request).account, request.ip, baseUrl(request));
     return reply.status(202).send({ status: 'sent' });
   });
-}
+};

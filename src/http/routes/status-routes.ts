@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
 import { presentStatus } from '../present-operator.ts';
 import { renderAtomFeed } from '../status-feed.ts';
@@ -6,9 +6,13 @@ import { renderStatusPage, STATUS_PAGE_HEADERS } from '../status-page.ts';
 
 /**
  * The public status page, its JSON and its Atom feed: no sign-in, served from the in-memory snapshot
- * (rebuilt at most every few seconds), so polling costs no query per visit.
+ * (rebuilt at most every few seconds), so polling costs no query per visit. Mounted without a prefix
+ * (`/status.json` is not under `/status`).
  */
-export function statusRoutes(app: FastifyInstance, services: Services): void {
+export const statusRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'operators'>> = async (
+  app,
+  services,
+) => {
   const { status } = services.operators;
   // The feed's ids and links need an absolute address: PUBLIC_URL when set, else the one the client used.
   const baseUrl = (request: FastifyRequest): string =>
@@ -32,4 +36,4 @@ export function statusRoutes(app: FastifyInstance, services: Services): void {
       .type('application/atom+xml; charset=utf-8')
       .send(renderAtomFeed(snapshot, baseUrl(request)));
   });
-}
+};

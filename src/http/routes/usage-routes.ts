@@ -1,16 +1,16 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import type { UsageGroup } from '../../store/usage-repo.ts';
-import { usd } from '../present.ts';
+import { iso, usd } from '../present.ts';
 import { userOf } from './principal.ts';
 
 const DAY = '^\\d{4}-\\d{2}-\\d{2}$';
 const GROUP_FIELD: Record<UsageGroup, string> = { day: 'day', model: 'model', key: 'key_id' };
 
-/** The account's usage from the daily rollup, and the operator's statistics. */
-export function usageRoutes(app: FastifyInstance, services: Pick<Services, 'usage'>): void {
+/** `/api/usage`: the account's usage from the daily rollup, its recent requests, its chart by day and model. */
+export const usageRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (app, services) => {
   app.get<{ Querystring: { from?: string; to?: string; group_by?: UsageGroup } }>(
-    '/api/usage',
+    '',
     {
       config: { auth: 'user' },
       schema: {
@@ -18,8 +18,8 @@ export function usageRoutes(app: FastifyInstance, services: Pick<Services, 'usag
           type: 'object',
           additionalProperties: false,
           properties: {
-            from: { type: 'string', pattern: DAY },
-            to: { type: 'string', pattern: DAY },
+            from: { type: 'string', pattern: DAY, description: 'a UTC day such as 2026-01-31' },
+            to: { type: 'string', pattern: DAY, description: 'a UTC day such as 2026-01-31' },
             group_by: { type: 'string', enum: ['day', 'model', 'key'] },
           },
         },
@@ -54,7 +54,67 @@ export function usageRoutes(app: FastifyInstance, services: Pick<Services, 'usag
     },
   );
 
-  app.get('/api/stats/segmented', { config: { auth: 'admin' } }, async () => {
+  // The dashboard's recent requests.
+  app.get<{ Querystring: { limit?: string } }>(
+    '/recent',
+    {
+      config: { auth: 'user' },
+      schema: {
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            limit: {
+              type: 'string',
+              pattern: '^[1-9][0-9]{0,2}$',
+              description: 'a whole number from 1 to 999 (at most 100 are listed)',
+            },
+          },
+        },
+      },
+    },
+    async (request) => {
+      const limit = Math.min(100, Number(request.query.limit ?? 20));
+      const rows = await services.usage.recent(userOf(request).account.id, limit);
+      return {
+        object: 'list',
+        data: rows.map((row) => ({
+          request_id: row.requestId,
+          key_id: row.keyId,
+          model: row.model,
+          prompt_tokens: row.promptTokens,
+          completion_tokens: row.completionTokens,
+          total_tokens: row.promptTokens + row.completionTokens,
+          cost_usd: usd(row.costMicros),
+          status: row.status,
+          latency_ms: row.latencyMs,
+          created_at: iso(row.createdAt),
+        })),
+      };
+    },
+  );
+
+  // The last 30 UTC days by day and model, for the overview's chart.
+  app.get('/daily-by-model', { config: { auth: 'user' } }, async (request) => {
+    const { from, to, rows } = await services.usage.dailyByModel(userOf(request).account.id);
+    return {
+      object: 'list',
+      from,
+      to,
+      data: rows.map((row) => ({
+        day: row.day,
+        model: row.model,
+        requests: row.requests,
+        total_tokens: row.tokens,
+        cost_usd: usd(row.costMicros),
+      })),
+    };
+  });
+};
+
+/** `/api/stats`: the spec's statistics endpoint (`GET /api/stats/segmented`), for the admin key or an operator. */
+export const statsRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (app, services) => {
+  app.get('/segmented', { config: { auth: 'admin' } }, async () => {
     const stats = await services.usage.segmentedStats();
     return {
       total_users: stats.totalUsers,
@@ -66,4 +126,4 @@ export function usageRoutes(app: FastifyInstance, services: Pick<Services, 'usag
       today_cost: usd(stats.todayCostMicros),
     };
   });
-}
+};

@@ -1,15 +1,15 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { iso, presentDelivery } from '../present.ts';
 import { userOf } from './principal.ts';
 
-/** The account's webhook endpoint, its signing secret, test events and the delivery log. */
-export function webhookRoutes(app: FastifyInstance, services: Pick<Services, 'webhooks'>): void {
+/** `/api/webhooks`: the account's webhook endpoint, its signing secret, test events, the event and delivery logs. */
+export const webhookRoutes: FastifyPluginAsync<Pick<Services, 'webhooks'>> = async (app, services) => {
   const config = { auth: 'user' } as const;
   const { webhooks } = services;
 
   app.put<{ Body: { url: string } }>(
-    '/api/webhooks/endpoint',
+    '/endpoint',
     {
       config,
       schema: {
@@ -24,26 +24,43 @@ export function webhookRoutes(app: FastifyInstance, services: Pick<Services, 'we
     async (request) => webhooks.setEndpoint(userOf(request).account.id, request.body.url),
   );
 
-  app.get('/api/webhooks/endpoint', { config }, async (request) => {
+  app.get('/endpoint', { config }, async (request) => {
     const endpoint = await webhooks.endpoint(userOf(request).account.id);
     return { url: endpoint.url, secret: endpoint.secret, created_at: iso(endpoint.createdAt) };
   });
 
-  app.delete('/api/webhooks/endpoint', { config }, async (request) => {
+  app.delete('/endpoint', { config }, async (request) => {
     await webhooks.deleteEndpoint(userOf(request).account.id);
     return { deleted: true };
   });
 
-  app.post('/api/webhooks/endpoint/rotate-secret', { config }, async (request) =>
+  app.post('/endpoint/rotate-secret', { config }, async (request) =>
     webhooks.rotateSecret(userOf(request).account.id),
   );
 
-  app.post('/api/webhooks/test', { config }, async (request, reply) => {
+  app.post('/test', { config }, async (request, reply) => {
     const id = await webhooks.sendTest(userOf(request).account.id);
     return reply.status(202).send({ event_id: id, status: 'queued' });
   });
 
-  app.get('/api/webhooks/deliveries', { config }, async (request) => {
+  app.get('/events', { config }, async (request) => {
+    const events = await webhooks.events(userOf(request).account.id);
+    return {
+      object: 'list',
+      data: events.map((event) => ({
+        id: event.id,
+        event_type: event.eventType,
+        status: event.status,
+        attempts: event.attempts,
+        last_status_code: event.lastStatusCode,
+        next_attempt_at: event.status === 'pending' ? iso(event.nextAttemptAt) : null,
+        created_at: iso(event.createdAt),
+        finished_at: iso(event.finishedAt),
+      })),
+    };
+  });
+
+  app.get('/deliveries', { config }, async (request) => {
     const deliveries = await webhooks.deliveries(userOf(request).account.id);
     return {
       object: 'list',
@@ -52,7 +69,7 @@ export function webhookRoutes(app: FastifyInstance, services: Pick<Services, 'we
   });
 
   app.post<{ Params: { id: string } }>(
-    '/api/webhooks/deliveries/:id/redeliver',
+    '/deliveries/:id/redeliver',
     {
       config,
       schema: { params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } },
@@ -62,4 +79,4 @@ export function webhookRoutes(app: FastifyInstance, services: Pick<Services, 'we
       return reply.status(202).send({ event_id: eventId, status: 'queued' });
     },
   );
-}
+};

@@ -1,5 +1,6 @@
 // Where Tollgate's CPU goes: `npm run bench:profile` (add `--seconds=N`, default 10; `--stream` profiles streams
-// of 20 chunks sent at once by the mock, through the chat-completions fast path, instead of whole answers). Starts the mock upstream
+// of 20 chunks sent at once by the mock, through the chat-completions fast path, instead of whole answers;
+// `--chunks=N` for N chunks, `--model=model-s` for the simulator, `--connections=N` instead of 16). Starts the mock upstream
 // and Tollgate with `--cpu-prof`, as the harness does, drives 16 closed-loop connections, stops Tollgate, and
 // prints the self time of the profile grouped by package or source file, then the top functions. The
 // .cpuprofile stays in bench/profiles/ (open it in Chrome DevTools or speedscope for a flame graph).
@@ -14,9 +15,18 @@ import { startTollgate } from './lib/tollgate.ts';
 const ROOT = new URL('..', import.meta.url).pathname;
 const OUT = join(ROOT, 'bench/profiles');
 const SECONDS = Number(process.argv.find((a) => a.startsWith('--seconds='))?.slice(10) ?? 10);
+const option = (name: string): string | undefined =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const BODY = process.argv.includes('--stream')
-  ? { ...CHAT_BODY, stream: true, mock_chunks: 20, mock_interval_ms: 0 }
+  ? {
+      ...CHAT_BODY,
+      model: option('model') ?? CHAT_BODY.model,
+      stream: true,
+      mock_chunks: Number(option('chunks') ?? 20),
+      mock_interval_ms: 0,
+    }
   : CHAT_BODY;
+const CONNECTIONS = Number(option('connections') ?? 16);
 
 interface ProfileNode {
   id: number;
@@ -39,9 +49,15 @@ function groupOf({ url, functionName }: ProfileNode['callFrame']): string {
 function report(profile: Profile, requests: number, cpuMicros: number): void {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfTime = new Map<number, number>();
-  profile.samples.forEach((id, i) =>
-    selfTime.set(id, (selfTime.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)),
-  );
+  // Only the measured run's samples: the profile also holds start-up, module loading and the warm-up, which the
+  // run's CPU figure does not. The run is the last SECONDS before the stop (the last sample).
+  const at: number[] = [];
+  let now = 0;
+  for (const delta of profile.timeDeltas) at.push((now += delta));
+  const from = now - SECONDS * 1e6;
+  profile.samples.forEach((id, i) => {
+    if (at[i]! >= from) selfTime.set(id, (selfTime.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
   const groups = new Map<string, number>();
   const functions = new Map<string, number>();
   let busy = 0;
@@ -78,9 +94,9 @@ async function main(): Promise<void> {
   const { process: mock, port: mockPort } = await startMock();
   const tollgate = await startTollgate(mockPort, ['--cpu-prof', `--cpu-prof-dir=${OUT}`]);
   try {
-    await closedLoop(tollgate.target, 16, 3_000, BODY);
+    await closedLoop(tollgate.target, CONNECTIONS, 3_000, BODY);
     const before = cpuSeconds(tollgate.process.pid);
-    const run = await closedLoop(tollgate.target, 16, SECONDS * 1_000, BODY);
+    const run = await closedLoop(tollgate.target, CONNECTIONS, SECONDS * 1_000, BODY);
     const cpuMicros = (cpuSeconds(tollgate.process.pid) - before) * 1e6;
     await tollgate.process.stop();
     // The main thread's profile is the largest; the checkpointer thread writes its own, nearly empty one.

@@ -23,7 +23,17 @@ export function scanChunk(bytes: Buffer): RawChunk | undefined {
     s.deltas <= s.choices &&
     s.contents <= s.deltas &&
     (!s.nonAscii || isUtf8(bytes))
-      ? new RawChunk(bytes, s.modelStart, s.modelEnd, s.usageStart, s.usageEnd, s.text)
+      ? new RawChunk(
+          bytes,
+          s.modelStart,
+          s.modelEnd,
+          s.usageStart,
+          s.usageEnd,
+          s.textStart,
+          s.textEnd,
+          s.textEscaped,
+          s.textStart === -2 ? s.text : undefined,
+        )
       : undefined;
   begin(s, EMPTY);
   return chunk;
@@ -66,6 +76,10 @@ interface ScanState {
   /** `delta` and `content` keys seen: more than one per choice is a repeated key, which JSON reads as the last. */
   deltas: number;
   contents: number;
+  /** The content string's span (see RawChunk.textStart), its escape, and the text of several, decoded. */
+  textStart: number;
+  textEnd: number;
+  textEscaped: boolean;
   text: string;
   /** Set by string(): the string held a backslash escape. */
   escaped: boolean;
@@ -86,6 +100,9 @@ function begin(s: ScanState, bytes: Buffer): void {
   s.choices = -1;
   s.deltas = 0;
   s.contents = 0;
+  s.textStart = -1;
+  s.textEnd = -1;
+  s.textEscaped = false;
   s.text = '';
   s.escaped = false;
 }
@@ -232,8 +249,18 @@ function root(s: ScanState, b: Buffer, { keyStart, keyEnd, valueStart, valueEnd,
 function delta(s: ScanState, b: Buffer, { keyStart, keyEnd, valueStart, valueEnd }: Member): void {
   if (bytesAre(b, keyStart, keyEnd, CONTENT)) {
     s.contents++;
-    if (b[valueStart] === QUOTE) s.text += textOf(b, valueStart, valueEnd);
-    else if (!bytesAre(b, valueStart, valueEnd, NULL)) s.parse = true;
+    if (b[valueStart] === QUOTE) {
+      // One content string is kept as its span (decoded only if metering needs it); several are decoded here.
+      if (s.textStart === -1) {
+        s.textStart = valueStart + 1;
+        s.textEnd = valueEnd - 1;
+        s.textEscaped = s.escaped;
+      } else {
+        if (s.textStart !== -2) s.text = textOf(b, s.textStart - 1, s.textEnd + 1);
+        s.textStart = -2;
+        s.text += textOf(b, valueStart, valueEnd);
+      }
+    } else if (!bytesAre(b, valueStart, valueEnd, NULL)) s.parse = true;
   } else if (bytesAre(b, keyStart, keyEnd, TOOL_CALLS) || bytesAre(b, keyStart, keyEnd, FUNCTION_CALL))
     s.parse = true;
 }

@@ -35,8 +35,137 @@ export function scanChunk(bytes: Buffer): RawChunk | undefined {
           s.textStart === -2 ? s.text : undefined,
         )
       : undefined;
-  begin(s, EMPTY);
+  // The bytes are let go of; the holes stay for ChunkScanner to read.
+  s.bytes = EMPTY;
   return chunk;
+}
+
+/**
+ * The scan of one stream's chunks. A chunk the full scan (scanChunk) passed becomes the template for the ones
+ * after it: a chunk whose bytes are the template's with only its string values different (another content, id or
+ * anything spelt as a string) is the same JSON, of the same shape, so that checking its bytes against the
+ * template's and each of its string values strictly decides it exactly as the full scan would. That is the common
+ * chunk (a stream's content chunks differ only in their content), and it costs a byte comparison. Anything else
+ * gets the full scan, which then makes the template.
+ */
+export class ChunkScanner {
+  #template: Template | undefined;
+
+  scan(bytes: Buffer): RawChunk | undefined {
+    const template = this.#template;
+    if (template !== undefined) {
+      const chunk = matchTemplate(template, bytes);
+      if (chunk !== undefined) return chunk;
+    }
+    const chunk = scanChunk(bytes);
+    // A chunk of several content strings (choices > 1) is not a template: its text is decoded by the scan.
+    if (chunk !== undefined && chunk.textStart !== -2 && state.holeCount <= MAX_HOLES)
+      this.#template = templateOf(bytes, chunk);
+    return chunk;
+  }
+}
+
+/** A chunk the full scan passed: its bytes, where its string values are, which one is `model` and the content. */
+interface Template {
+  bytes: Buffer;
+  /** Each string value's span, quotes included: [start, end) pairs, in order. */
+  holes: Int32Array;
+  modelHole: number;
+  /** The content string's hole, or -1. */
+  contentHole: number;
+  usageStart: number;
+  usageEnd: number;
+}
+
+const MAX_HOLES = 64;
+
+function templateOf(bytes: Buffer, chunk: RawChunk): Template {
+  const s = state;
+  let modelHole = -1;
+  let contentHole = -1;
+  for (let k = 0; k < s.holeCount; k++) {
+    const start = s.holes[2 * k]!;
+    if (start === chunk.modelStart) modelHole = k;
+    else if (start === chunk.textStart - 1) contentHole = k;
+  }
+  return {
+    // A copy: the chunk's bytes may be a view of a large read.
+    bytes: Buffer.from(bytes),
+    holes: s.holes.slice(0, 2 * s.holeCount),
+    modelHole,
+    contentHole,
+    usageStart: chunk.usageStart,
+    usageEnd: chunk.usageEnd,
+  };
+}
+
+/** `bytes` as a chunk of the template's shape (see ChunkScanner), or undefined when they are not one. */
+function matchTemplate(t: Template, bytes: Buffer): RawChunk | undefined {
+  const s = state;
+  begin(s, bytes);
+  const from = t.bytes;
+  const holes = t.holes;
+  const length = bytes.length;
+  let i = 0;
+  let j = 0;
+  /** How far this chunk's bytes are ahead of the template's, past the holes so far. */
+  let shift = 0;
+  let modelStart = -1;
+  let modelEnd = -1;
+  let textStart = -1;
+  let textEnd = -1;
+  let textEscaped = false;
+  let usageStart = -1;
+  let usageEnd = -1;
+  let matched = true;
+  for (let k = 0; k < holes.length; k += 2) {
+    const holeStart = holes[k]!;
+    if (t.usageStart !== -1 && usageStart === -1 && t.usageStart < holeStart) {
+      usageStart = t.usageStart + shift;
+      usageEnd = t.usageEnd + shift;
+    }
+    // The bytes up to the hole are the template's, and the hole is a string (strictly checked).
+    const fixed = holeStart - j;
+    if (i + fixed >= length || !sameBytes(bytes, i, from, j, fixed) || bytes[i + fixed] !== QUOTE) {
+      matched = false;
+      break;
+    }
+    i += fixed;
+    s.pos = i;
+    if (!string(s)) {
+      matched = false;
+      break;
+    }
+    const hole = k >> 1;
+    if (hole === t.modelHole) {
+      modelStart = i;
+      modelEnd = s.pos;
+    } else if (hole === t.contentHole) {
+      textStart = i + 1;
+      textEnd = s.pos - 1;
+      textEscaped = s.escaped;
+    }
+    shift += s.pos - i - (holes[k + 1]! - holeStart);
+    i = s.pos;
+    j = holes[k + 1]!;
+  }
+  if (t.usageStart !== -1 && usageStart === -1) {
+    usageStart = t.usageStart + shift;
+    usageEnd = t.usageEnd + shift;
+  }
+  matched &&= length - i === from.length - j && sameBytes(bytes, i, from, j, length - i);
+  const chunk =
+    matched && (!s.nonAscii || isUtf8(bytes))
+      ? new RawChunk(bytes, modelStart, modelEnd, usageStart, usageEnd, textStart, textEnd, textEscaped)
+      : undefined;
+  s.bytes = EMPTY;
+  return chunk;
+}
+
+/** a[i, i + n) equals b[j, j + n). */
+function sameBytes(a: Buffer, i: number, b: Buffer, j: number, n: number): boolean {
+  for (let x = 0; x < n; x++) if (a[i + x] !== b[j + x]) return false;
+  return true;
 }
 
 // Where a value sits, which decides what the scan records of it.
@@ -83,6 +212,9 @@ interface ScanState {
   text: string;
   /** Set by string(): the string held a backslash escape. */
   escaped: boolean;
+  /** Each string value's span (not keys'), as [start, end) pairs; counted past the room there is. */
+  holes: Int32Array;
+  holeCount: number;
 }
 
 /** Sets `s` up to scan `bytes` from their start. */
@@ -105,10 +237,23 @@ function begin(s: ScanState, bytes: Buffer): void {
   s.textEscaped = false;
   s.text = '';
   s.escaped = false;
+  s.holeCount = 0;
+}
+
+/** Notes a string value's span (for the template a full scan makes). */
+function hole(s: ScanState, start: number, end: number): void {
+  const at = 2 * s.holeCount++;
+  if (at < s.holes.length) {
+    s.holes[at] = start;
+    s.holes[at + 1] = end;
+  }
 }
 
 // One state, reused: a scan never yields, so no two overlap.
-const state = { member: { keyStart: 0, keyEnd: 0, valueStart: 0, valueEnd: 0, comma: -1 } } as ScanState;
+const state = {
+  member: { keyStart: 0, keyEnd: 0, valueStart: 0, valueEnd: 0, comma: -1 },
+  holes: new Int32Array(2 * MAX_HOLES),
+} as ScanState;
 begin(state, Buffer.alloc(0));
 
 const OPEN_BRACE = 0x7b;
@@ -186,6 +331,7 @@ function object(s: ScanState, where: number): boolean {
     const inner = childOf(s, where, b, keyStart + 1, keyEnd - 1);
     if (!value(s, inner)) return false;
     const valueEnd = s.pos;
+    if (b[valueStart] === QUOTE) hole(s, valueStart, valueEnd);
     skipSpace(s);
     if (where === ROOT || where === DELTA) {
       const member = s.member;
@@ -288,7 +434,9 @@ function array(s: ScanState, where: number): boolean {
       s.choices++;
       if (b[s.pos] !== OPEN_BRACE) s.parse = true;
     }
+    const valueStart = s.pos;
     if (!value(s, where === CHOICES ? CHOICE : OTHER)) return false;
+    if (b[valueStart] === QUOTE) hole(s, valueStart, s.pos);
     skipSpace(s);
     const c = b[s.pos];
     if (c === CLOSE_BRACKET) {

@@ -1,6 +1,6 @@
 // The benchmark harness: `npm run bench` (add `--quick` for one short round, `--no-peer` to skip Portkey,
 // `--soak=SECONDS` for a memory soak, `--streams-only` for the stream sections alone, which then print and are not
-// written to docs/performance.md). Gateways are pinned to core 0, the mock upstream and this load
+// written to docs/performance.md; `--only=stream-cpu` for the CPU-per-stream cases alone, printed). Gateways are pinned to core 0, the mock upstream and this load
 // generator to core 1. Results go to docs/performance.md; exit status 1 if Tollgate answered anything but 200.
 import { execFileSync, execSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,6 +27,8 @@ const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const PEER = !args.has('--no-peer');
 const STREAMS_ONLY = args.has('--streams-only');
+/** `--only=stream-cpu`: the CPU-per-stream cases alone (printed, not written), without the slow streams. */
+const STREAM_CPU_ONLY = args.has('--only=stream-cpu');
 /** Another checkout (with node_modules) whose Tollgate is measured beside this one in the stream cases: before/after. */
 const BASELINE = [...args].find((a) => a.startsWith('--baseline='))?.slice(11);
 const SOAK_SECONDS = Number([...args].find((a) => a.startsWith('--soak='))?.slice(7) ?? 0);
@@ -213,6 +215,10 @@ async function main(): Promise<void> {
 
   try {
     const bareTarget = targets[1]!;
+    if (STREAM_CPU_ONLY) {
+      log(streamSections(await streamCpu(bareTarget, tollgate.target, baseline?.target)).join('\n'));
+      return;
+    }
     if (STREAMS_ONLY) {
       const cases = await streamCpu(bareTarget, tollgate.target, baseline?.target);
       const slow = await slowStreams(tollgate.target, SLOW_STREAMS);
@@ -478,9 +484,8 @@ async function slowStreams(target: Target, count: number): Promise<Slow> {
 }
 
 /** The stream sections of docs/performance.md. */
-function streamSections(cases: StreamCase[], slow: Slow): string[] {
+function streamSections(cases: StreamCase[], slow?: Slow): string[] {
   const target = (c: StreamCase): number => (c.upstream.startsWith('Anthropic') ? 2 : 1.3);
-  const perStreamKiB = ((slow.openMiB - slow.baselineMiB) * 1024) / slow.streams;
   const withBefore = cases.some((c) => c.beforeMicros.length > 0);
   const before = (c: StreamCase): string =>
     withBefore ? ` ${median(c.beforeMicros).toFixed(0)} | ${median(c.beforeRatios).toFixed(2)}× |` : '';
@@ -502,6 +507,13 @@ function streamSections(cases: StreamCase[], slow: Slow): string[] {
         `| ${c.upstream} | ${c.chunks} | ${c.concurrency} | ${median(c.tollgateMicros).toFixed(0)} | ${median(c.bareMicros).toFixed(0)} | ${median(c.ratios).toFixed(2)}×${spread(c.ratios, 2)} | ≤ ${target(c)}× | ${median(c.ratios) <= target(c) ? 'yes' : 'no'}${c.non200 > 0 ? ` (${c.non200} non-200)` : ''} |${before(c)}`,
     ),
     '',
+    ...(slow ? slowStreamSection(slow) : []),
+  ];
+}
+
+function slowStreamSection(slow: Slow): string[] {
+  const perStreamKiB = ((slow.openMiB - slow.baselineMiB) * 1024) / slow.streams;
+  return [
     `## ${slow.streams} concurrent slow streams on one Tollgate instance`,
     '',
     `- Each: the simulator at one chunk a second, about ten chunks; opened 500 every 250 ms; ${slow.seconds.toFixed(0)} s in all`,

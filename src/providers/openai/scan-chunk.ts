@@ -71,8 +71,9 @@ interface Template {
   /** Each string value's span, quotes included: [start, end) pairs, in order. */
   holes: Int32Array;
   modelHole: number;
-  /** The content string's hole, or -1. */
+  /** The content string's hole, or -1, and whether it holds an escape. */
   contentHole: number;
+  contentEscaped: boolean;
   usageStart: number;
   usageEnd: number;
 }
@@ -94,6 +95,7 @@ function templateOf(bytes: Buffer, chunk: RawChunk): Template {
     holes: s.holes.slice(0, 2 * s.holeCount),
     modelHole,
     contentHole,
+    contentEscaped: chunk.textEscaped,
     usageStart: chunk.usageStart,
     usageEnd: chunk.usageEnd,
   };
@@ -120,34 +122,44 @@ function matchTemplate(t: Template, bytes: Buffer): RawChunk | undefined {
   let matched = true;
   for (let k = 0; k < holes.length; k += 2) {
     const holeStart = holes[k]!;
+    const holeEnd = holes[k + 1]!;
     if (t.usageStart !== -1 && usageStart === -1 && t.usageStart < holeStart) {
       usageStart = t.usageStart + shift;
       usageEnd = t.usageEnd + shift;
     }
-    // The bytes up to the hole are the template's, and the hole is a string (strictly checked).
+    // The bytes up to the hole and the hole are compared at once: most holes are the template's own string.
     const fixed = holeStart - j;
-    if (i + fixed >= length || !sameBytes(bytes, i, from, j, fixed) || bytes[i + fixed] !== QUOTE) {
-      matched = false;
-      break;
-    }
-    i += fixed;
-    s.pos = i;
-    if (!string(s)) {
-      matched = false;
-      break;
+    const n = Math.min(holeEnd - j, length - i);
+    let x = 0;
+    while (x < n && bytes[i + x] === from[j + x]) x++;
+    const start = i + fixed;
+    let end: number;
+    let escaped: boolean;
+    if (x === holeEnd - j) {
+      end = i + x;
+      escaped = k >> 1 === t.contentHole && t.contentEscaped;
+    } else {
+      // A difference before the hole's opening quote is another shape; inside it, another string, checked.
+      s.pos = start;
+      if (x <= fixed || !string(s)) {
+        matched = false;
+        break;
+      }
+      end = s.pos;
+      escaped = s.escaped;
     }
     const hole = k >> 1;
     if (hole === t.modelHole) {
-      modelStart = i;
-      modelEnd = s.pos;
+      modelStart = start;
+      modelEnd = end;
     } else if (hole === t.contentHole) {
-      textStart = i + 1;
-      textEnd = s.pos - 1;
-      textEscaped = s.escaped;
+      textStart = start + 1;
+      textEnd = end - 1;
+      textEscaped = escaped;
     }
-    shift += s.pos - i - (holes[k + 1]! - holeStart);
-    i = s.pos;
-    j = holes[k + 1]!;
+    shift += end - start - (holeEnd - holeStart);
+    i = end;
+    j = holeEnd;
   }
   if (t.usageStart !== -1 && usageStart === -1) {
     usageStart = t.usageStart + shift;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ChatChunk, ChatRequest } from '../../gateway/chat-types.ts';
 import { chatRequestOf } from '../../gateway/testing.ts';
+import { RawChunk } from '../../gateway/raw-chunk.ts';
 import { createSimulatorProvider } from './simulator-provider.ts';
 
 const simulator = createSimulatorProvider({ id: 'simulator', chunkIntervalMs: 0, firstTokenMs: 0 });
@@ -144,5 +145,44 @@ describe('the simulator behaves like a model', () => {
     );
     assert.equal(logprobs.content.length, withLogprobs.usage!.completion_tokens);
     assert.ok(logprobs.content.every((entry) => entry.logprob < 0 && entry.top_logprobs.length === 2));
+  });
+});
+
+describe('the simulator’s pass-through stream', () => {
+  /** The pass-through chunks as JSON values: raw ones parsed from their bytes (checking what they locate). */
+  async function passedThrough(r: ChatRequest): Promise<unknown[]> {
+    const stream = await simulator.passThrough!({
+      request: r,
+      upstreamModel: 'up-"model"-é',
+      signal: new AbortController().signal,
+      defaultMaxTokens: 100,
+    });
+    const chunks = [...stream.first];
+    await new Promise<void>((resolve) =>
+      stream.start({ chunks: (batch) => (chunks.push(...batch), true), end: () => resolve() }),
+    );
+    return chunks.map((chunk) => {
+      if (!(chunk instanceof RawChunk)) return chunk;
+      assert.equal(chunk.bytes.toString('utf8', chunk.modelStart, chunk.modelEnd), '"up-\\"model\\"-é"');
+      const parsed = JSON.parse(chunk.bytes.toString()) as ChatChunk;
+      assert.equal(chunk.text, parsed.choices[0]?.delta.content ?? '');
+      return parsed;
+    });
+  }
+  const withoutIds = (chunks: unknown[]) =>
+    chunks.map((chunk) => JSON.parse(JSON.stringify(chunk).replace(/chatcmpl-sim\w+/, 'ID')) as unknown);
+
+  it('sends the chunks of the canonical stream, text ones as bytes with model and content located', async () => {
+    for (const r of [
+      request(),
+      request({ maxTokens: 3 }),
+      request({ responseFormat: { type: 'json_object' } }),
+      request({ stop: ['e'] }),
+    ]) {
+      const canonical = await streamed(r);
+      for (const chunk of canonical) chunk.model = 'up-"model"-é';
+      const raw = await passedThrough(r);
+      assert.deepEqual(withoutIds(raw), withoutIds(canonical));
+    }
   });
 });

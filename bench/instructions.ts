@@ -44,14 +44,19 @@ async function streams(target: Target, connections: number, count: number, body:
   return non200;
 }
 
-/** The instructions the process has run since its counters were last zeroed. */
-function counted(pid: number): number {
+/** The instructions the process has run since its counters were last zeroed (the dump is written later). */
+async function counted(pid: number): Promise<number> {
+  const dumps = (): string[] => readdirSync(OUT).filter((name) => name.startsWith(`callgrind.out.${pid}`));
+  const before = new Set(dumps());
   execFileSync('callgrind_control', ['--dump', String(pid)], { stdio: 'ignore' });
-  const dumps = readdirSync(OUT)
-    .filter((name) => name.startsWith(`callgrind.out.${pid}.`))
-    .sort((a, b) => Number(a.split('.').at(-1)) - Number(b.split('.').at(-1)));
-  const text = readFileSync(join(OUT, dumps.at(-1)!), 'utf8');
-  return Number(/^totals: (\d+)/m.exec(text)?.[1] ?? /^summary: (\d+)/m.exec(text)![1]);
+  for (let waited = 0; waited < 300; waited++) {
+    for (const name of dumps().filter((found) => !before.has(found))) {
+      const total = /^totals: (\d+)/m.exec(readFileSync(join(OUT, name), 'utf8'));
+      if (total) return Number(total[1]);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+  throw new Error(`callgrind wrote no dump for ${pid}`);
 }
 
 interface Side {
@@ -114,7 +119,7 @@ async function main(): Promise<void> {
         await streams(side.target, connections, Math.max(20, connections * 2), request);
         execFileSync('callgrind_control', ['--zero', String(side.process.pid)], { stdio: 'ignore' });
         const non200 = await streams(side.target, connections, STREAMS, request);
-        const perStream = counted(side.process.pid) / STREAMS;
+        const perStream = (await counted(side.process.pid)) / STREAMS;
         row.push(`${side.name} ${(perStream / 1000).toFixed(0)}k${non200 ? ` (${non200} non-200)` : ''}`);
       }
       const [bareCount, ...rest] = row.map((cell) => Number(/ (\d+)k/.exec(cell)![1]));

@@ -28,7 +28,7 @@ export function summarize(values: number[]): { p50: number; p99: number; max: nu
   };
 }
 
-export async function send(pool: Pool, target: Target, body: string): Promise<number> {
+async function send(pool: Pool, target: Target, body: string): Promise<number> {
   const response = await pool.request({
     path: target.path,
     method: 'POST',

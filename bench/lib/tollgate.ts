@@ -15,9 +15,6 @@ export async function startTollgate(
   mockPort: number,
   nodeFlags: string[] = [],
   root: string = ROOT,
-  /** A command to run Node under (valgrind, for bench/instructions.ts), and how long start-up may take then. */
-  wrapper: string[] = [],
-  readyTimeoutMs?: number,
 ): Promise<{ process: Started; target: Target; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const config = join(dir, 'tollgate.yaml');
@@ -52,12 +49,10 @@ export async function startTollgate(
     ].join('\n'),
   );
   // Started as `npm start` starts it (package.json): the same V8 and malloc settings.
-  const node = [process.execPath, ...nodeFlags, '--max-semi-space-size=4', join(root, 'src/main.ts')];
-  const [command, ...args] = [...wrapper, ...node] as [string, ...string[]];
   const started = await startPinned(
     0,
-    command,
-    args,
+    process.execPath,
+    [...nodeFlags, '--max-semi-space-size=4', join(root, 'src/main.ts')],
     {
       MALLOC_ARENA_MAX: '2',
       PORT: '0',
@@ -68,7 +63,6 @@ export async function startTollgate(
       LOG_LEVEL: 'warn',
     },
     /listening on (http:\/\/[\d.:]+)/,
-    readyTimeoutMs,
   );
   const origin = started.match[1]!;
   const call = async (method: string, path: string, key: string, body?: unknown) => {

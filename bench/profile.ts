@@ -1,10 +1,10 @@
 // Where Tollgate's CPU goes: `npm run bench:profile` (add `--seconds=N`, default 10; `--stream` profiles streams
 // of 20 chunks sent at once by the mock, through the chat-completions fast path, instead of whole answers;
-// `--connections=N`, default 16: 1 shows what a request costs alone). Starts the mock upstream
-// and Tollgate with `--cpu-prof`, as the harness does, drives N closed-loop connections, stops Tollgate, and
-// prints the self time of the measured seconds' samples (start-up, warm-up and the stop left out) grouped by
-// package or source file, then the top functions. The .cpuprofile stays in bench/profiles/ (open it in Chrome
-// DevTools or speedscope for a flame graph).
+// `--chunks=N` for N chunks, `--model=model-s` for the simulator; `--connections=N`, default 16: 1 shows what a
+// request costs alone). Starts the mock upstream and Tollgate with `--cpu-prof`, as the harness does, drives N
+// closed-loop connections, stops Tollgate, and prints the self time of the measured seconds' samples (start-up,
+// warm-up and the stop left out) grouped by package or source file, then the top functions. The .cpuprofile stays
+// in bench/profiles/ (open it in Chrome DevTools or speedscope for a flame graph).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,10 +16,18 @@ import { startTollgate } from './lib/tollgate.ts';
 const ROOT = new URL('..', import.meta.url).pathname;
 const OUT = join(ROOT, 'bench/profiles');
 const SECONDS = Number(process.argv.find((a) => a.startsWith('--seconds='))?.slice(10) ?? 10);
-const CONNECTIONS = Number(process.argv.find((a) => a.startsWith('--connections='))?.slice(14) ?? 16);
+const option = (name: string): string | undefined =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const BODY = process.argv.includes('--stream')
-  ? { ...CHAT_BODY, stream: true, mock_chunks: 20, mock_interval_ms: 0 }
+  ? {
+      ...CHAT_BODY,
+      model: option('model') ?? CHAT_BODY.model,
+      stream: true,
+      mock_chunks: Number(option('chunks') ?? 20),
+      mock_interval_ms: 0,
+    }
   : CHAT_BODY;
+const CONNECTIONS = Number(option('connections') ?? 16);
 
 interface ProfileNode {
   id: number;

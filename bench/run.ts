@@ -1,7 +1,8 @@
 // The benchmark harness: `npm run bench` (add `--quick` for one short round, `--no-peer` to skip Portkey,
 // `--soak=SECONDS` for a memory soak, `--streams-only` for the stream sections alone, which then print and are not
 // written to docs/performance.md; with it, `--cases=WORD` keeps the CPU-per-stream cases whose upstream names WORD,
-// e.g. `--cases=anthropic`, and `--slow-streams=0` leaves out the slow-stream memory test). Gateways are pinned to core 0, the mock upstream and this load
+// e.g. `--cases=anthropic`, and `--slow-streams=0` leaves out the slow-stream memory test; `--only=stream-cpu` is
+// the CPU-per-stream cases alone, printed). Gateways are pinned to core 0, the mock upstream and this load
 // generator to core 1. Results go to docs/performance.md; exit status 1 if Tollgate answered anything but 200.
 import { execFileSync, execSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +29,8 @@ const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const PEER = !args.has('--no-peer');
 const STREAMS_ONLY = args.has('--streams-only');
+/** `--only=stream-cpu`: the CPU-per-stream cases alone (printed, not written), without the slow streams. */
+const STREAM_CPU_ONLY = args.has('--only=stream-cpu');
 /** Another checkout (with node_modules) whose Tollgate is measured beside this one in the stream cases: before/after. */
 const BASELINE = [...args].find((a) => a.startsWith('--baseline='))?.slice(11);
 /** `--cases=WORD`: only the CPU-per-stream cases whose upstream's name contains WORD (any case). */
@@ -219,6 +222,10 @@ async function main(): Promise<void> {
 
   try {
     const bareTarget = targets[1]!;
+    if (STREAM_CPU_ONLY) {
+      log(streamSections(await streamCpu(bareTarget, tollgate.target, baseline?.target), undefined).join('\n'));
+      return;
+    }
     if (STREAMS_ONLY) {
       const cases = await streamCpu(bareTarget, tollgate.target, baseline?.target);
       const slow = SLOW_STREAMS > 0 ? await slowStreams(tollgate.target, SLOW_STREAMS) : undefined;

@@ -19,7 +19,7 @@ import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
 import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
 import { rateLimitHeaders } from './rate-limit-headers.ts';
-import { type PassChunk, RawChunk } from './raw-chunk.ts';
+import { type PassChunk, RawChunk, RawText } from './raw-chunk.ts';
 import type { EventBatch, StreamEvent } from './stream-event.ts';
 import type { StreamSink } from './stream-sink.ts';
 import { utcDay } from '../shared/time.ts';
@@ -337,10 +337,19 @@ export class ChatGateway {
     state: RelayState,
   ): Promise<unknown> {
     const idleMs = this.#o.config.timeouts.idleStreamMs;
+    // Raw chunks' text stays bytes until the end (it is needed only if the upstream sends no usage).
+    const rawText = new RawText();
     const relay = (batch: readonly PassChunk[]): boolean => {
       // A client that left: the abort is on its way (sink.onClose), nothing more is written.
       if (sink.closed) return true;
-      for (const chunk of batch) meter(chunk, request, state);
+      for (let i = 0; i < batch.length; i++) {
+        const chunk = batch[i]!;
+        if (chunk instanceof RawChunk) rawText.add(chunk);
+        else {
+          state.generated += rawText.take();
+          meter(chunk, request, state);
+        }
+      }
       return sink.passThrough!(batch, request.model);
     };
     if (!relay(stream.first)) await sink.drain(idleMs);
@@ -351,7 +360,10 @@ export class ChatGateway {
           void sink.drain(idleMs).then(() => stream.resume());
           return false;
         },
-        end: resolve,
+        end(failure) {
+          state.generated += rawText.take();
+          resolve(failure);
+        },
       });
     });
   }
@@ -450,12 +462,9 @@ function meterEvent(event: StreamEvent, state: RelayState): void {
   }
 }
 
-/** The fast path's metering of a chunk (as meterEvent); a parsed one gets the public id. */
-function meter(chunk: PassChunk, request: ChatRequest, state: RelayState): void {
-  if (chunk instanceof RawChunk) {
-    state.generated += chunk.text;
-    return;
-  }
+/** The fast path's metering of a parsed chunk (as meterEvent; raw chunks' text is kept in a RawText): its usage,
+ * or the text to estimate from; it gets the public id. */
+function meter(chunk: ChatChunk, request: ChatRequest, state: RelayState): void {
   chunk.model = request.model;
   if (isUsage(chunk.usage)) state.usage = chunk.usage;
   for (const choice of chunk.choices) {

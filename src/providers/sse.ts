@@ -79,8 +79,9 @@ const NEWLINE = Buffer.from('\n');
 export class SseByteScanner {
   /** The unfinished line at the end of the last read. */
   #pending: Buffer | undefined;
-  /** The data lines of the event being read. */
-  #data: Buffer[] = [];
+  /** The data lines of the event being read: the first, and any after it (rare: data is one line in practice). */
+  #data: Buffer | undefined;
+  #more: Buffer[] | undefined;
   #dataBytes = 0;
   /** The last read ended with a CR: an LF that starts the next one belongs to it. */
   #afterCr = false;
@@ -106,7 +107,8 @@ export class SseByteScanner {
       let end: number;
       let next: number;
       if (!hasCr) {
-        end = buffer.indexOf(LF, start);
+        // The blank line that ends an event is found without a search.
+        end = buffer[start] === LF ? start : buffer.indexOf(LF, start);
         if (end === -1) break;
         next = end + 1;
       } else {
@@ -134,30 +136,31 @@ export class SseByteScanner {
     const pending = this.#pending;
     this.#pending = undefined;
     if (pending !== undefined && isField(pending, 0, pending.length, DATA))
-      this.#data.push(valueOf(pending, 0, pending.length));
-    if (this.#data.length > 0) onEvent(this.#take());
+      this.#add(valueOf(pending, 0, pending.length));
+    if (this.#data !== undefined) onEvent(this.#take());
   }
 
   #line(buffer: Buffer, start: number, end: number, onEvent: (data: Buffer) => boolean): boolean {
-    if (start === end) return this.#data.length === 0 || onEvent(this.#take());
-    if (isField(buffer, start, end, DATA)) {
-      const value = valueOf(buffer, start, end);
-      this.#data.push(value);
-      this.#dataBytes += value.length;
-    }
+    if (start === end) return this.#data === undefined || onEvent(this.#take());
+    if (isField(buffer, start, end, DATA)) this.#add(valueOf(buffer, start, end));
     return true;
   }
 
+  #add(value: Buffer): void {
+    if (this.#data === undefined) this.#data = value;
+    else (this.#more ??= []).push(value);
+    this.#dataBytes += value.length;
+  }
+
   #take(): Buffer {
-    const data = this.#data;
-    this.#data = [];
+    const first = this.#data!;
+    const more = this.#more;
+    this.#data = undefined;
+    this.#more = undefined;
     this.#dataBytes = 0;
-    if (data.length === 1) return data[0]!;
-    const joined: Buffer[] = [];
-    for (const [index, line] of data.entries()) {
-      if (index > 0) joined.push(NEWLINE);
-      joined.push(line);
-    }
+    if (more === undefined) return first;
+    const joined: Buffer[] = [first];
+    for (const line of more) joined.push(NEWLINE, line);
     return Buffer.concat(joined);
   }
 }

@@ -174,6 +174,12 @@ class EventReader implements Dispatcher.DispatchHandler, PassThroughStream {
   #batch: PassChunk[] = [];
   #readFailure: ProviderError | undefined;
   #readDone = false;
+  /** A microtask will hand over the batch. */
+  #settling = false;
+  readonly #settleReadLater = (): void => {
+    this.#settling = false;
+    if (!this.#over) this.#settleRead();
+  };
 
   constructor(
     signal: AbortSignal,
@@ -246,7 +252,16 @@ class EventReader implements Dispatcher.DispatchHandler, PassThroughStream {
     } catch (error) {
       this.#readFailure = toProviderError(error, this.#signal);
     }
-    this.#settleRead();
+    // The terminal event or a failure settles at once (nothing after it is read). Chunks wait for the end of
+    // the socket read that brought them: undici hands over each piece of the chunked encoding on its own (an
+    // upstream that writes each event as one piece makes that one call per event), all from one parse of the
+    // read, and a microtask runs right after that parse. So what one read brought goes out in one write,
+    // without waiting for anything that has not arrived.
+    if (this.#readFailure !== undefined || this.#readDone) this.#settleRead();
+    else if (!this.#settling && this.#batch.length > 0) {
+      this.#settling = true;
+      queueMicrotask(this.#settleReadLater);
+    }
   }
 
   onResponseEnd(): void {
@@ -261,6 +276,8 @@ class EventReader implements Dispatcher.DispatchHandler, PassThroughStream {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     this.#signal.removeEventListener('abort', this.onAbort);
+    // Chunks the same read brought before the failure still go first.
+    if (!this.#over && this.#batch.length > 0) this.#settleRead();
     if (this.#over) return;
     this.#fail(toProviderError(error, this.#signal));
   }

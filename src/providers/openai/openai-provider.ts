@@ -1,7 +1,7 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
 import type { ChatChunk, ChatCompletion } from '../../gateway/chat-types.ts';
 import { type Provider, type ProviderCall, ProviderError } from '../provider.ts';
-import { scanChunk } from './scan-chunk.ts';
+import { ChunkScanner } from './scan-chunk.ts';
 import type { PassChunk } from '../../gateway/raw-chunk.ts';
 import { createUpstreamClient, DONE, parseEventData, errorFromResponse } from '../upstream-http.ts';
 import { type EventDecoder, readEventBatches } from '../event-batches.ts';
@@ -37,8 +37,12 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
       if (response.status !== 200) throw await errorFromResponse(response);
       yield* readEventBatches(response, call.signal, chatChunkDecoder());
     },
-    passThrough: (call) =>
-      client.postEvents('/chat/completions', streamHeaders, streamBody(call), call.signal, decodeEvent),
+    passThrough(call) {
+      const scanner = new ChunkScanner();
+      return client.postEvents('/chat/completions', streamHeaders, streamBody(call), call.signal, (data) =>
+        decodeEvent(data, scanner),
+      );
+    },
     close: () => client.close(),
   };
 }
@@ -79,12 +83,12 @@ function chatChunkDecoder(): EventDecoder {
 }
 
 /**
- * The fast path's reading of one event: `[DONE]`; a chunk checked and passed through as bytes (scanChunk); or,
- * for any chunk the scan leaves to a parse, the same parse and checks as the canonical path.
+ * The fast path's reading of one event: `[DONE]`; a chunk checked and passed through as bytes (the stream's
+ * ChunkScanner); or, for any chunk the scan leaves to a parse, the same parse and checks as the canonical path.
  */
-function decodeEvent(data: Buffer): PassChunk | typeof DONE {
-  if (data.equals(DONE_BYTES)) return DONE;
-  return scanChunk(data) ?? checkedChunk(parseEventData(data.toString()));
+function decodeEvent(data: Buffer, scanner: ChunkScanner): PassChunk | typeof DONE {
+  if (data.length === DONE_BYTES.length && data.equals(DONE_BYTES)) return DONE;
+  return scanner.scan(data) ?? checkedChunk(parseEventData(data.toString()));
 }
 
 // Lenient checks on what upstreams answer: the fields we rely on, nothing more.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RawChunk } from '../../gateway/raw-chunk.ts';
-import { scanChunk } from './scan-chunk.ts';
+import { ChunkScanner, scanChunk } from './scan-chunk.ts';
 
 const scan = (text: string | Buffer): RawChunk | undefined =>
   scanChunk(Buffer.isBuffer(text) ? text : Buffer.from(text));
@@ -139,3 +139,100 @@ function stripUsage(text: string): unknown {
   delete parsed['usage'];
   return parsed;
 }
+
+describe('ChunkScanner (a stream’s chunks checked against the last fully scanned one)', () => {
+  /** What a scan found, comparable: undefined, or the located spans and the text. */
+  const found = (raw: RawChunk | undefined): unknown =>
+    raw && {
+      model: [raw.modelStart, raw.modelEnd],
+      usage: [raw.usageStart, raw.usageEnd],
+      text: raw.text,
+    };
+  /** Each chunk through one ChunkScanner, in order, decides as the full scan does. */
+  const agrees = (chunks: (string | Buffer)[]): void => {
+    const scanner = new ChunkScanner();
+    for (const text of chunks) {
+      const bytes = Buffer.isBuffer(text) ? text : Buffer.from(text);
+      assert.deepEqual(found(scanner.scan(bytes)), found(scanChunk(bytes)), bytes.toString());
+    }
+  };
+  const content = (value: unknown, extra: Record<string, unknown> = {}): string =>
+    chunk({ choices: [{ index: 0, delta: { content: value }, logprobs: null, finish_reason: null }], ...extra });
+
+  it('reads the chunks after the first as the full scan does: other content, escapes, multi-byte text', () => {
+    agrees([
+      content(''),
+      content('hello'),
+      content(' a much longer piece of content than the first'),
+      content('a\n"b"\\ é😀\u0001'),
+      content('\ud83d'),
+      content('x', { id: 'other-id' }),
+      content('y'),
+    ]);
+  });
+
+  it('locates model, usage and content when strings before them change length', () => {
+    const scanner = new ChunkScanner();
+    scanner.scan(Buffer.from(content('a', { usage: null, id: 'short' })));
+    const next = Buffer.from(content('bcd', { usage: null, id: 'a-much-longer-id' }));
+    const raw = scanner.scan(next)!;
+    assert.equal(modelOf(raw), '"up-model"');
+    assert.equal(raw.text, 'bcd');
+    const cut = Buffer.concat([raw.bytes.subarray(0, raw.usageStart), raw.bytes.subarray(raw.usageEnd)]);
+    assert.deepEqual(JSON.parse(cut.toString()), stripUsage(next.toString()));
+    // usage ahead of the strings that change
+    scanner.scan(Buffer.from(`{"usage":null,${content('a', { id: 'x' }).slice(1)}`));
+    const ahead = scanner.scan(Buffer.from(`{"usage":null,${content('long text', { id: 'xyz' }).slice(1)}`))!;
+    assert.deepEqual([ahead.usageStart, ahead.usageEnd], [1, 14]);
+    assert.equal(ahead.text, 'long text');
+  });
+
+  it('falls back to the full scan for another shape, and for what is not JSON or not UTF-8', () => {
+    const first = content('a');
+    const broken = Buffer.from(content('h\u00e9'));
+    broken[broken.indexOf(0xc3) + 1] = 0x28;
+    agrees([
+      first,
+      content(null),
+      content('b'),
+      content(7),
+      content('b', { extra: 1 }),
+      first.replace('"index":0', '"index":1'),
+      first.replace('"index":0', '"index": 0'),
+      first.replace('"a"', '"a\\x"'),
+      first.replace('"a"', '"a\u0001"'),
+      first.replace('"a"', '"a'),
+      first.replace('"a"', '"a"b"'),
+      first.replace('"up-model"', 'null'),
+      first.replace('"id":"c1"', '"id":1'),
+      first.replace('"content"', '"tool_calls"'),
+      first.replace('"model"', '"mod\\u0065l"'),
+      broken,
+      `${first} `,
+      `${first}x`,
+      first.slice(0, -1),
+      first.slice(0, -2),
+      '',
+      '[DONE]',
+      content('c'),
+    ]);
+  });
+
+  it('agrees with the full scan on every one-byte change of a chunk after its template', () => {
+    const template = content('abc', { usage: null, system_fingerprint: 'fp' });
+    const bytes = Buffer.from(template);
+    const replacements = [0x22, 0x5c, 0x2c, 0x3a, 0x7b, 0x7d, 0x5b, 0x5d, 0x20, 0x61, 0x30, 0x00, 0xc3, 0x75];
+    for (let at = 0; at < bytes.length; at++)
+      for (const byte of replacements) {
+        const changed = Buffer.from(bytes);
+        changed[at] = byte;
+        const scanner = new ChunkScanner();
+        scanner.scan(bytes);
+        assert.deepEqual(
+          found(scanner.scan(changed)),
+          found(scanChunk(changed)),
+          `${at}: ${changed.toString()}`,
+        );
+      }
+  });
+});

@@ -23,10 +23,161 @@ export function scanChunk(bytes: Buffer): RawChunk | undefined {
     s.deltas <= s.choices &&
     s.contents <= s.deltas &&
     (!s.nonAscii || isUtf8(bytes))
-      ? new RawChunk(bytes, s.modelStart, s.modelEnd, s.usageStart, s.usageEnd, s.text)
+      ? new RawChunk(
+          bytes,
+          s.modelStart,
+          s.modelEnd,
+          s.usageStart,
+          s.usageEnd,
+          s.textStart,
+          s.textEnd,
+          s.textEscaped,
+          s.textStart === -2 ? s.text : undefined,
+        )
       : undefined;
-  begin(s, EMPTY);
+  // The bytes are let go of; the holes stay for ChunkScanner to read.
+  s.bytes = EMPTY;
   return chunk;
+}
+
+/**
+ * The scan of one stream's chunks. A chunk the full scan (scanChunk) passed becomes the template for the ones
+ * after it: a chunk whose bytes are the template's with only its string values different (another content, id or
+ * anything spelt as a string) is the same JSON, of the same shape, so that checking its bytes against the
+ * template's and each of its string values strictly decides it exactly as the full scan would. That is the common
+ * chunk (a stream's content chunks differ only in their content), and it costs a byte comparison. Anything else
+ * gets the full scan, which then makes the template.
+ */
+export class ChunkScanner {
+  #template: Template | undefined;
+
+  scan(bytes: Buffer): RawChunk | undefined {
+    const template = this.#template;
+    if (template !== undefined) {
+      const chunk = matchTemplate(template, bytes);
+      if (chunk !== undefined) return chunk;
+    }
+    const chunk = scanChunk(bytes);
+    // A chunk of several content strings (choices > 1) is not a template: its text is decoded by the scan.
+    if (chunk !== undefined && chunk.textStart !== -2 && state.holeCount <= MAX_HOLES)
+      this.#template = templateOf(bytes, chunk);
+    return chunk;
+  }
+}
+
+/** A chunk the full scan passed: its bytes, where its string values are, which one is `model` and the content. */
+interface Template {
+  bytes: Buffer;
+  /** Each string value's span, quotes included: [start, end) pairs, in order. */
+  holes: Int32Array;
+  modelHole: number;
+  /** The content string's hole, or -1, and whether it holds an escape. */
+  contentHole: number;
+  contentEscaped: boolean;
+  usageStart: number;
+  usageEnd: number;
+}
+
+const MAX_HOLES = 64;
+
+function templateOf(bytes: Buffer, chunk: RawChunk): Template {
+  const s = state;
+  let modelHole = -1;
+  let contentHole = -1;
+  for (let k = 0; k < s.holeCount; k++) {
+    const start = s.holes[2 * k]!;
+    if (start === chunk.modelStart) modelHole = k;
+    else if (start === chunk.textStart - 1) contentHole = k;
+  }
+  return {
+    // A copy: the chunk's bytes may be a view of a large read.
+    bytes: Buffer.from(bytes),
+    holes: s.holes.slice(0, 2 * s.holeCount),
+    modelHole,
+    contentHole,
+    contentEscaped: chunk.textEscaped,
+    usageStart: chunk.usageStart,
+    usageEnd: chunk.usageEnd,
+  };
+}
+
+/** `bytes` as a chunk of the template's shape (see ChunkScanner), or undefined when they are not one. */
+function matchTemplate(t: Template, bytes: Buffer): RawChunk | undefined {
+  const s = state;
+  begin(s, bytes);
+  const from = t.bytes;
+  const holes = t.holes;
+  const length = bytes.length;
+  let i = 0;
+  let j = 0;
+  /** How far this chunk's bytes are ahead of the template's, past the holes so far. */
+  let shift = 0;
+  let modelStart = -1;
+  let modelEnd = -1;
+  let textStart = -1;
+  let textEnd = -1;
+  let textEscaped = false;
+  let usageStart = -1;
+  let usageEnd = -1;
+  let matched = true;
+  for (let k = 0; k < holes.length; k += 2) {
+    const holeStart = holes[k]!;
+    const holeEnd = holes[k + 1]!;
+    if (t.usageStart !== -1 && usageStart === -1 && t.usageStart < holeStart) {
+      usageStart = t.usageStart + shift;
+      usageEnd = t.usageEnd + shift;
+    }
+    // The bytes up to the hole and the hole are compared at once: most holes are the template's own string.
+    const fixed = holeStart - j;
+    const n = Math.min(holeEnd - j, length - i);
+    let x = 0;
+    while (x < n && bytes[i + x] === from[j + x]) x++;
+    const start = i + fixed;
+    let end: number;
+    let escaped: boolean;
+    if (x === holeEnd - j) {
+      end = i + x;
+      escaped = k >> 1 === t.contentHole && t.contentEscaped;
+    } else {
+      // A difference before the hole's opening quote is another shape; inside it, another string, checked.
+      s.pos = start;
+      if (x <= fixed || !string(s)) {
+        matched = false;
+        break;
+      }
+      end = s.pos;
+      escaped = s.escaped;
+    }
+    const hole = k >> 1;
+    if (hole === t.modelHole) {
+      modelStart = start;
+      modelEnd = end;
+    } else if (hole === t.contentHole) {
+      textStart = start + 1;
+      textEnd = end - 1;
+      textEscaped = escaped;
+    }
+    shift += end - start - (holeEnd - holeStart);
+    i = end;
+    j = holeEnd;
+  }
+  if (t.usageStart !== -1 && usageStart === -1) {
+    usageStart = t.usageStart + shift;
+    usageEnd = t.usageEnd + shift;
+  }
+  matched &&= length - i === from.length - j && sameBytes(bytes, i, from, j, length - i);
+  const chunk =
+    matched && (!s.nonAscii || isUtf8(bytes))
+      ? new RawChunk(bytes, modelStart, modelEnd, usageStart, usageEnd, textStart, textEnd, textEscaped)
+      : undefined;
+  s.bytes = EMPTY;
+  return chunk;
+}
+
+/** a[i, i + n) equals b[j, j + n). */
+function sameBytes(a: Buffer, i: number, b: Buffer, j: number, n: number): boolean {
+  for (let x = 0; x < n; x++) if (a[i + x] !== b[j + x]) return false;
+  return true;
 }
 
 // Where a value sits, which decides what the scan records of it.
@@ -66,9 +217,16 @@ interface ScanState {
   /** `delta` and `content` keys seen: more than one per choice is a repeated key, which JSON reads as the last. */
   deltas: number;
   contents: number;
+  /** The content string's span (see RawChunk.textStart), its escape, and the text of several, decoded. */
+  textStart: number;
+  textEnd: number;
+  textEscaped: boolean;
   text: string;
   /** Set by string(): the string held a backslash escape. */
   escaped: boolean;
+  /** Each string value's span (not keys'), as [start, end) pairs; counted past the room there is. */
+  holes: Int32Array;
+  holeCount: number;
 }
 
 /** Sets `s` up to scan `bytes` from their start. */
@@ -86,12 +244,28 @@ function begin(s: ScanState, bytes: Buffer): void {
   s.choices = -1;
   s.deltas = 0;
   s.contents = 0;
+  s.textStart = -1;
+  s.textEnd = -1;
+  s.textEscaped = false;
   s.text = '';
   s.escaped = false;
+  s.holeCount = 0;
+}
+
+/** Notes a string value's span (for the template a full scan makes). */
+function hole(s: ScanState, start: number, end: number): void {
+  const at = 2 * s.holeCount++;
+  if (at < s.holes.length) {
+    s.holes[at] = start;
+    s.holes[at + 1] = end;
+  }
 }
 
 // One state, reused: a scan never yields, so no two overlap.
-const state = { member: { keyStart: 0, keyEnd: 0, valueStart: 0, valueEnd: 0, comma: -1 } } as ScanState;
+const state = {
+  member: { keyStart: 0, keyEnd: 0, valueStart: 0, valueEnd: 0, comma: -1 },
+  holes: new Int32Array(2 * MAX_HOLES),
+} as ScanState;
 begin(state, Buffer.alloc(0));
 
 const OPEN_BRACE = 0x7b;
@@ -169,6 +343,7 @@ function object(s: ScanState, where: number): boolean {
     const inner = childOf(s, where, b, keyStart + 1, keyEnd - 1);
     if (!value(s, inner)) return false;
     const valueEnd = s.pos;
+    if (b[valueStart] === QUOTE) hole(s, valueStart, valueEnd);
     skipSpace(s);
     if (where === ROOT || where === DELTA) {
       const member = s.member;
@@ -232,8 +407,18 @@ function root(s: ScanState, b: Buffer, { keyStart, keyEnd, valueStart, valueEnd,
 function delta(s: ScanState, b: Buffer, { keyStart, keyEnd, valueStart, valueEnd }: Member): void {
   if (bytesAre(b, keyStart, keyEnd, CONTENT)) {
     s.contents++;
-    if (b[valueStart] === QUOTE) s.text += textOf(b, valueStart, valueEnd);
-    else if (!bytesAre(b, valueStart, valueEnd, NULL)) s.parse = true;
+    if (b[valueStart] === QUOTE) {
+      // One content string is kept as its span (decoded only if metering needs it); several are decoded here.
+      if (s.textStart === -1) {
+        s.textStart = valueStart + 1;
+        s.textEnd = valueEnd - 1;
+        s.textEscaped = s.escaped;
+      } else {
+        if (s.textStart !== -2) s.text = textOf(b, s.textStart - 1, s.textEnd + 1);
+        s.textStart = -2;
+        s.text += textOf(b, valueStart, valueEnd);
+      }
+    } else if (!bytesAre(b, valueStart, valueEnd, NULL)) s.parse = true;
   } else if (bytesAre(b, keyStart, keyEnd, TOOL_CALLS) || bytesAre(b, keyStart, keyEnd, FUNCTION_CALL))
     s.parse = true;
 }
@@ -261,7 +446,9 @@ function array(s: ScanState, where: number): boolean {
       s.choices++;
       if (b[s.pos] !== OPEN_BRACE) s.parse = true;
     }
+    const valueStart = s.pos;
     if (!value(s, where === CHOICES ? CHOICE : OTHER)) return false;
+    if (b[valueStart] === QUOTE) hole(s, valueStart, s.pos);
     skipSpace(s);
     const c = b[s.pos];
     if (c === CLOSE_BRACKET) {

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChatRequest } from '../../gateway/chat-types.ts';
+import type { ChatChunk, ChatRequest } from '../../gateway/chat-types.ts';
 import type { StreamEvent } from '../../gateway/stream-event.ts';
 import { chatRequestOf } from '../../gateway/testing.ts';
+import { RawChunk } from '../../gateway/raw-chunk.ts';
+import { chunkEvents } from '../openai/chunk-events.ts';
 import { createSimulatorProvider } from './simulator-provider.ts';
 
 const simulator = createSimulatorProvider({ id: 'simulator', chunkIntervalMs: 0, firstTokenMs: 0 });
@@ -166,5 +168,50 @@ describe('the simulator behaves like a model', () => {
     );
     assert.equal(logprobs.content.length, withLogprobs.usage!.completion_tokens);
     assert.ok(logprobs.content.every((entry) => entry.logprob < 0 && entry.top_logprobs.length === 2));
+  });
+});
+
+describe('the simulator’s pass-through stream', () => {
+  /** The pass-through chunks as JSON values: raw ones parsed from their bytes (checking what they locate). */
+  /** The pass-through stream's chunks (every one naming the upstream model), as canonical events. */
+  async function passedThrough(r: ChatRequest): Promise<StreamEvent[]> {
+    const stream = await simulator.passThrough!({
+      request: r,
+      upstreamModel: 'up-"model"-é',
+      signal: new AbortController().signal,
+      defaultMaxTokens: 100,
+    });
+    const chunks = [...stream.first];
+    await new Promise<void>((resolve) =>
+      stream.start({ chunks: (batch) => (chunks.push(...batch), true), end: () => resolve() }),
+    );
+    const events: StreamEvent[] = [];
+    chunks.forEach((chunk, i) => {
+      if (chunk instanceof RawChunk) {
+        assert.equal(chunk.bytes.toString('utf8', chunk.modelStart, chunk.modelEnd), '"up-\\"model\\"-é"');
+        const parsed = JSON.parse(chunk.bytes.toString()) as ChatChunk;
+        assert.equal(chunk.text, parsed.choices[0]?.delta.content ?? '');
+        chunk = parsed;
+      }
+      assert.equal(chunk.model, 'up-"model"-é');
+      chunkEvents(chunk, events, i > 0);
+    });
+    return events;
+  }
+  const withoutIds = (events: StreamEvent[]) =>
+    events.map((event) => (event.type === 'start' ? { ...event, id: 'ID', created: 0 } : event));
+
+  it('sends the chunks of the canonical stream, text ones as bytes with model and content located', async () => {
+    for (const r of [
+      request(),
+      request({ maxTokens: 3 }),
+      request({ responseFormat: { type: 'json_object' } }),
+      request({ stop: ['e'] }),
+    ]) {
+      const canonical = await streamed(r);
+      const raw = await passedThrough(r);
+      assert.ok(raw.some((event) => event.type === 'text' && event.text !== ''));
+      assert.deepEqual(withoutIds(raw), withoutIds(canonical));
+    }
   });
 });

@@ -10,7 +10,7 @@ import type {
   ToolCall,
   ToolDefinition,
 } from '../../gateway/chat-types.ts';
-import type { PassChunk } from '../../gateway/raw-chunk.ts';
+import { type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
 import type { EventBatch } from '../../gateway/stream-event.ts';
 import { chunkEvents } from '../openai/chunk-events.ts';
 import {
@@ -98,14 +98,14 @@ export function createSimulatorProvider(options: {
       }
       yield batch;
     },
-    passThrough: (call) => passThrough(plan(call, options), call.signal),
+    passThrough: (call) => passThrough(plan(call, options).map(asRaw), call.signal),
     async close() {},
   };
 }
 
 /** One chunk of a simulated stream and how long after the one before it (or the request) it comes. */
-interface Step {
-  chunk: ChatChunk;
+interface Step<Chunk extends PassChunk = ChatChunk> {
+  chunk: Chunk;
   afterMs: number;
 }
 
@@ -170,11 +170,52 @@ function plan(call: ProviderCall, options: { chunkIntervalMs: number; firstToken
   return steps;
 }
 
+const RAW_END_OF_CONTENT = '},"finish_reason":null}]}';
+
+/**
+ * A text chunk (one choice, a role and a content string, or none and a finish reason) as the bytes its JSON is,
+ * the way an upstream's would arrive on the fast path: written with its parts located, so the front door copies
+ * them rather than encoding an object per chunk. Anything else (tool calls, logprobs, the usage) stays parsed.
+ */
+function asRaw(step: Step): Step<PassChunk> {
+  const { chunk } = step;
+  const choice = chunk.choices[0];
+  if (chunk.choices.length !== 1 || 'usage' in chunk || choice === undefined || 'logprobs' in choice)
+    return step;
+  const { delta, finish_reason: finish } = choice;
+  const keys = Object.keys(delta);
+  const text = keys.length === 0 && finish !== null;
+  const content =
+    typeof delta.content === 'string' &&
+    finish === null &&
+    (keys.length === 1 || (keys.length === 2 && delta.role === 'assistant' && keys[0] === 'role'));
+  if (!text && !content) return step;
+  // The same JSON as JSON.stringify(chunk): the key order is the object's.
+  const head = `{"id":${JSON.stringify(chunk.id)},"object":"chat.completion.chunk","created":${chunk.created},"model":`;
+  const model = JSON.stringify(chunk.model);
+  const json = text
+    ? `${head}${model},"choices":[{"index":0,"delta":{},"finish_reason":${JSON.stringify(finish)}}]}`
+    : `${head}${model},"choices":[{"index":0,"delta":{${delta.role ? '"role":"assistant",' : ''}"content":${JSON.stringify(delta.content)}${RAW_END_OF_CONTENT}`;
+  const bytes = Buffer.from(json);
+  const modelStart = Buffer.byteLength(head);
+  const modelEnd = modelStart + Buffer.byteLength(model);
+  if (text)
+    return { chunk: new RawChunk(bytes, modelStart, modelEnd, -1, -1, -1, -1, false), afterMs: step.afterMs };
+  const textEnd = bytes.length - RAW_END_OF_CONTENT.length - 1;
+  const textStart = bytes.indexOf('"content":"', modelEnd) + 11;
+  const backslash = bytes.indexOf(0x5c, textStart);
+  const escaped = backslash !== -1 && backslash < textEnd;
+  return {
+    chunk: new RawChunk(bytes, modelStart, modelEnd, -1, -1, textStart, textEnd, escaped),
+    afterMs: step.afterMs,
+  };
+}
+
 /**
  * The fast path: the same chunks at the same pace, from timers rather than an async generator. Chunks due at the
  * same moment (no pause between them) go in one batch, as one upstream read would bring them.
  */
-function passThrough(steps: Step[], signal: AbortSignal): Promise<PassThroughStream> {
+function passThrough(steps: Step<PassChunk>[], signal: AbortSignal): Promise<PassThroughStream> {
   return new Promise((resolve, reject) => {
     let next = 0;
     let handler: PassThroughHandler | undefined;

@@ -477,30 +477,31 @@ export function ledgerRepoCases(engine: LedgerEngine): void {
       );
     });
 
-    it('a batch larger than one statement holds (1,001 requests, each its own key) settles every request', async () => {
-      const { store, ledger, grant, remaining, account, daily } = await ledger_();
-      const n = 1001;
-      await grant('g', 10_000, NOW + DAY);
-      const ids = Array.from({ length: n }, (_, i) => `r${i}`);
-      // The holds as hold() leaves them (one statement here, where 1,001 hold() calls would be slow).
-      await store.db.run(
-        `INSERT INTO holds (request_id, account_id, amount_micros, created_at, expires_at) VALUES ${ids
-          .map((_, i) => `($${i + 1}, 'acct_a', 2, ${NOW}, ${NOW + DAY})`)
-          .join(', ')}`,
-        ids,
-      );
-      await store.db.run('UPDATE accounts SET held_micros = $2 WHERE id = $1', ['acct_a', 2 * n]);
-      const settled = await ledger.settle(ids.map((id, i) => settlement(id, 1, { keyId: `key_${i}` })));
-      assert.equal(settled.get('acct_a')?.chargedMicros, n);
-      assert.equal(settled.get('acct_a')?.keys.length, n);
-      assert.equal(await remaining('g'), 10_000 - n);
-      assert.equal((await account()).held, 0, 'every hold released');
-      const count = await store.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_records');
-      assert.equal(Number(count?.n), n);
-      const rows = await daily();
-      assert.equal(rows.length, n);
-      assert.ok(rows.every((row) => row['requests'] === 1 && row['cost_micros'] === 1));
-    });
+    // A statement takes at most 1,000 rows: exactly one statement's worth, and one row more.
+    for (const n of [1000, 1001])
+      it(`a batch of ${n} requests, each its own key, settles every request`, async () => {
+        const { store, ledger, grant, remaining, account, daily } = await ledger_();
+        await grant('g', 10_000, NOW + DAY);
+        const ids = Array.from({ length: n }, (_, i) => `r${i}`);
+        // The holds as hold() leaves them (one statement here, where a thousand hold() calls would be slow).
+        await store.db.run(
+          `INSERT INTO holds (request_id, account_id, amount_micros, created_at, expires_at) VALUES ${ids
+            .map((_, i) => `($${i + 1}, 'acct_a', 2, ${NOW}, ${NOW + DAY})`)
+            .join(', ')}`,
+          ids,
+        );
+        await store.db.run('UPDATE accounts SET held_micros = $2 WHERE id = $1', ['acct_a', 2 * n]);
+        const settled = await ledger.settle(ids.map((id, i) => settlement(id, 1, { keyId: `key_${i}` })));
+        assert.equal(settled.get('acct_a')?.chargedMicros, n);
+        assert.equal(settled.get('acct_a')?.keys.length, n);
+        assert.equal(await remaining('g'), 10_000 - n);
+        assert.equal((await account()).held, 0, 'every hold released');
+        const count = await store.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_records');
+        assert.equal(Number(count?.n), n);
+        const rows = await daily();
+        assert.equal(rows.length, n);
+        assert.ok(rows.every((row) => row['requests'] === 1 && row['cost_micros'] === 1));
+      });
   });
 
   describe('LedgerRepo: instance leases', () => {

@@ -491,6 +491,11 @@ describe('parseChatRequest: response_format', () => {
       },
     );
     assert.deepEqual(
+      ok({ response_format: { type: 'json_schema', json_schema: { name: 'a' } } }).responseFormat,
+      { type: 'json_schema', json_schema: { name: 'a', schema: {} } },
+      'strict may be left out',
+    );
+    assert.deepEqual(
       ok({ response_format: { type: 'json_schema', json_schema: { name: 'a', strict: null } } })
         .responseFormat,
       { type: 'json_schema', json_schema: { name: 'a', schema: {} } },

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ModelConfig } from '../config/config.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
-import { DEFAULT_TEMPERATURE, parseChatRequest } from './parse-chat-request.ts';
+import { DEFAULT_TEMPERATURE, MAX_JSON_DEPTH, parseChatRequest } from './parse-chat-request.ts';
 
 const MODEL: ModelConfig = {
   id: 'model-b',
@@ -415,6 +415,108 @@ describe('parseChatRequest: tools and tool_choice', () => {
     rejectsField(
       { tools: [tool], tool_choice: { type: 'function', function: { name: 1 } } },
       'tool_choice must be',
+    );
+  });
+});
+
+/** The GatewayError a body is refused with. */
+function refusal(body: unknown): GatewayError {
+  try {
+    parse(body);
+  } catch (error) {
+    assert.ok(error instanceof GatewayError, `not a GatewayError: ${String(error)}`);
+    return error;
+  }
+  assert.fail('accepted');
+}
+
+describe('parseChatRequest: the error names the offending field (param)', () => {
+  it('param is the field path the message starts with, the model on a 404, null for the body itself', () => {
+    assert.equal(refusal({ model: 'model-b', messages: [USER], temperature: 3 }).param, 'temperature');
+    assert.equal(
+      refusal({ model: 'model-b', messages: [{ role: 'robot', content: 'x' }] }).param,
+      'messages[0].role',
+    );
+    const unknown = refusal({ model: 'no-such-model', messages: [USER] });
+    assert.equal(unknown.code, 'model_not_found');
+    assert.equal(unknown.param, 'model');
+    assert.equal(refusal('not an object').param, null);
+    assert.equal(refusal({ model: 'model-b', messages: [USER], x: nest(MAX_JSON_DEPTH) }).param, null);
+  });
+
+  it('a bad role lists the roles that are allowed', () => {
+    const error = refusal({ model: 'model-b', messages: [{ role: 'robot', content: 'x' }] });
+    for (const role of ['system', 'user', 'assistant', 'tool'])
+      assert.ok(error.message.includes(role), error.message);
+    assert.match(error.message, /, /);
+  });
+});
+
+/** An object `levels` deep: {} is 1, {a: {}} is 2. */
+function nest(levels: number): object {
+  let value: object = {};
+  for (let i = 1; i < levels; i++) value = i % 2 ? { a: value } : [value];
+  return value;
+}
+
+describe('parseChatRequest: JSON nesting', () => {
+  it(`accepts ${MAX_JSON_DEPTH} levels of objects and arrays (the body is the first) and refuses one more`, () => {
+    assert.ok(ok({ x: nest(MAX_JSON_DEPTH - 1) }));
+    rejectsField({ x: nest(MAX_JSON_DEPTH) }, `deeper than ${MAX_JSON_DEPTH} levels`);
+    rejectsField({ x: [1, 'a', null, { b: nest(MAX_JSON_DEPTH - 1) }] }, 'deeper than');
+    rejects({ model: 'model-b', messages: [{ ...USER, deep: nest(MAX_JSON_DEPTH - 2) }] }, 'deeper than');
+    assert.ok(ok({ x: { s: 'a string is not a level', n: null, list: [1, 2, 3] } }));
+  });
+});
+
+describe('parseChatRequest: response_format', () => {
+  it('text is the default; json_object and json_schema are kept', () => {
+    assert.equal(ok({}).responseFormat, undefined);
+    assert.equal(ok({ response_format: null }).responseFormat, undefined);
+    assert.equal(ok({ response_format: { type: 'text' } }).responseFormat, undefined);
+    assert.deepEqual(ok({ response_format: { type: 'json_object' } }).responseFormat, {
+      type: 'json_object',
+    });
+    const schema = { type: 'object', properties: { a: { type: 'string' } } };
+    assert.deepEqual(
+      ok({
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'answer-1', schema, strict: true, description: 'one answer' },
+        },
+      }).responseFormat,
+      {
+        type: 'json_schema',
+        json_schema: { name: 'answer-1', schema, strict: true, description: 'one answer' },
+      },
+    );
+    assert.deepEqual(
+      ok({ response_format: { type: 'json_schema', json_schema: { name: 'a' } } }).responseFormat,
+      { type: 'json_schema', json_schema: { name: 'a', schema: {} } },
+      'strict may be left out',
+    );
+    assert.deepEqual(
+      ok({ response_format: { type: 'json_schema', json_schema: { name: 'a', strict: null } } })
+        .responseFormat,
+      { type: 'json_schema', json_schema: { name: 'a', schema: {} } },
+    );
+  });
+
+  it('refuses another type, a bad name, a schema that is not an object, a strict that is not a boolean', () => {
+    rejectsField({ response_format: { type: 'xml' } }, 'response_format.type');
+    rejectsField({ response_format: 'json_object' }, 'response_format.type');
+    rejectsField({ response_format: { type: 'json_schema' } }, 'response_format.json_schema.name');
+    rejectsField(
+      { response_format: { type: 'json_schema', json_schema: { name: 'a b' } } },
+      'json_schema.name',
+    );
+    rejectsField(
+      { response_format: { type: 'json_schema', json_schema: { name: 'a', schema: [] } } },
+      'json_schema.schema',
+    );
+    rejectsField(
+      { response_format: { type: 'json_schema', json_schema: { name: 'a', strict: 'yes' } } },
+      'json_schema.strict',
     );
   });
 });

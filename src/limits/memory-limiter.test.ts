@@ -45,11 +45,13 @@ describe('MemoryLimiter: requests per minute', () => {
       assert.equal(a.allowed, true);
       assert.equal(a.requests?.limit, 3);
       assert.equal(a.requests?.remaining, 2 - i);
+      assert.equal(a.requests?.resetMs, WINDOW_MS - i * 1000, 'the oldest request (T0) ages out at T0 + 60 s');
       assert.equal(a.tokens, undefined);
     }
     const refused = admit(limiter, 'k', RPM(3), T0 + 10_000);
     assert.equal(refused.allowed, false);
     assert.equal(refused.reason, 'requests');
+    assert.equal(refused.requests?.resetMs, WINDOW_MS - 10_000);
     assert.equal(refused.retryAfterMs, WINDOW_MS - 10_000);
     assert.equal(admit(limiter, 'k', RPM(3), T0 + WINDOW_MS - 1).allowed, false);
     assert.equal(admit(limiter, 'k', RPM(3), T0 + WINDOW_MS).allowed, true);
@@ -124,6 +126,7 @@ describe('MemoryLimiter: tokens per minute', () => {
     const exact = admit(limiter, 'k', TPM(1000), T0 + 2000, 100, 'c');
     assert.equal(exact.allowed, true);
     assert.equal(exact.tokens?.remaining, 0);
+    assert.equal(exact.tokens?.resetMs, WINDOW_MS - 2000, "the oldest tokens ('a', T0) age out at T0 + 60 s");
     const refused = admit(limiter, 'k', TPM(1000), T0 + 3000, 500, 'd');
     assert.equal(refused.allowed, false);
     assert.equal(refused.reason, 'tokens');

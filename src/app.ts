@@ -117,8 +117,8 @@ export function createApp(services: Services): FastifyInstance {
   installOperatorAudit(app, services.operators);
 
   // Each route plugin gets only the services it uses, and its paths relative to its prefix.
-  const { accounts, clock, config, metrics, operators, payments, router, sessions, signups } = services;
-  const { startedAt, store, usage, webhooks } = services;
+  const { accounts, clock, config, metrics, operators, payments, sessions, signups } = services;
+  const { startedAt, usage, webhooks } = services;
   const health = () => services.health();
   void app.register(publicRoutes, { accounts, config, health, metrics, startedAt });
   void app.register(statusRoutes, { config, operators });
@@ -135,7 +135,7 @@ export function createApp(services: Services): FastifyInstance {
   void app.register(stripeWebhookRoutes, { prefix: '/api/payments/stripe', config, payments });
   void app.register(adminRoutes, { prefix: '/api/admin/accounts', accounts, config, operators });
   void app.register(operatorRoutes, { prefix: '/api/admin', accounts, config, operators });
-  void app.register(operatorReportRoutes, { prefix: '/api/admin', clock, router, store, webhooks });
+  void app.register(operatorReportRoutes, { prefix: '/api/admin', operators });
   void app.register(announcementRoutes, { prefix: '/api/admin/announcements', config, operators });
   void app.register(webApp, { secure: cookieSecure(config) });
   return app;

@@ -213,7 +213,7 @@ export function createServices(options: ServicesOptions): Services {
     billingStanding: (account, now, balance) => billingStanding(config, account, now, balance),
   });
   const operators = createOperators({
-    ...{ store, config, clock, logger, mailer, router, accounts, cache, bus, scheduler },
+    ...{ store, config, clock, logger, mailer, router, accounts, cache, bus, scheduler, webhooks },
     ...(options.statusRefreshMs !== undefined ? { statusRefreshMs: options.statusRefreshMs } : {}),
   });
 

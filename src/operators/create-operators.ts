@@ -9,15 +9,19 @@ import type { Bus } from '../shared/bus.ts';
 import { type Clock, newId } from '../shared/ids.ts';
 import type { AuditEntry } from '../store/audit-repo.ts';
 import type { Store } from '../store/store.ts';
+import type { WebhooksService } from '../webhooks/webhooks-service.ts';
 import { AnnouncementsService } from './announcements-service.ts';
 import { createMailQueueJob } from './mail-queue-job.ts';
 import { OperatorAccounts } from './operator-accounts.ts';
+import { OperatorReports } from './operator-reports.ts';
 import { StatusSnapshot } from './status-snapshot.ts';
 
-/** The operators' side of Tollgate (issue 18): accounts console, audit log, announcements, status. */
+/** The operators' side of Tollgate (issue 18): accounts console, audit log, announcements, reports, status. */
 export interface Operators {
   accounts: OperatorAccounts;
   announcements: AnnouncementsService;
+  /** Statistics over time, deployments' health, the webhook backlog and redelivery, the usage export. */
+  reports: OperatorReports;
   status: StatusSnapshot;
   /** Appends one row to the audit log (never changed afterwards). */
   audit(entry: Omit<AuditEntry, 'id' | 'at'>): Promise<void>;
@@ -42,6 +46,7 @@ export interface OperatorsOptions {
   cache: KeyCache;
   bus: Bus;
   scheduler: Scheduler;
+  webhooks: WebhooksService;
   /** How long a status snapshot is served before it is rebuilt (tests shorten it). */
   statusRefreshMs?: number;
 }
@@ -69,6 +74,7 @@ export function createOperators(options: OperatorsOptions): Operators {
       mailQueued,
     }),
     announcements: new AnnouncementsService({ store, config, clock, mailQueued }),
+    reports: new OperatorReports({ store, clock, router: options.router, webhooks: options.webhooks }),
     status,
     audit: (entry) => store.audit.append({ ...entry, id: newId('audit'), at: clock() }),
     auditLog: (filter, limit, offset) => store.audit.list(filter, limit, offset),

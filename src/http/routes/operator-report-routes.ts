@@ -2,23 +2,21 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
-import type { ExportedUsage } from '../../store/admin-reports-repo.ts';
-import { utcDay } from '../../store/ledger-repo.ts';
+import { DAY_MS } from '../../shared/time.ts';
+import type { ExportedUsage } from '../../operators/operator-reports.ts';
 import { noteAudit } from '../operator-audit.ts';
 import { iso, usd } from '../present.ts';
-import { DAY_MS } from '../../shared/time.ts';
 
 const config = { auth: 'admin' } as const;
-/** Usage records read per page of the export: memory stays one page however long the range. */
-const EXPORT_PAGE = 1_000;
 const CSV_COLUMNS =
   'request_id,account_id,key_id,model,status,prompt_tokens,completion_tokens,total_tokens,cost_usd,created_at\n';
 
 /** Under `/api/admin`: operators' reports: statistics over time, deployments' health, the webhook backlog, the usage export. */
-export const operatorReportRoutes: FastifyPluginAsync<
-  Pick<Services, 'clock' | 'router' | 'store' | 'webhooks'>
-> = async (app, services) => {
-  const reports = services.store.adminReports;
+export const operatorReportRoutes: FastifyPluginAsync<Pick<Services, 'operators'>> = async (
+  app,
+  services,
+) => {
+  const { reports } = services.operators;
 
   app.get<{ Querystring: { days?: string } }>(
     '/stats/daily',
@@ -39,36 +37,24 @@ export const operatorReportRoutes: FastifyPluginAsync<
       },
     },
     async (request) => {
-      const days = Math.min(366, Number(request.query.days ?? 30));
-      const now = services.clock();
-      const fromMs = Math.floor(now / DAY_MS - days + 1) * DAY_MS;
-      const [from, to] = [utcDay(fromMs), utcDay(now)];
-      const totals = new Map((await reports.dailyTotals(from, to)).map((row) => [row.day, row]));
-      const money = await reports.revenueAndSignups(fromMs);
-      const data = Array.from({ length: days }, (_, i) => {
-        const day = utcDay(fromMs + i * DAY_MS);
-        const row = totals.get(day);
-        return {
-          day,
-          requests: row?.requests ?? 0,
-          tokens: row?.tokens ?? 0,
-          spend_usd: usd(row?.spendMicros ?? 0),
-          revenue_usd: usd(money.get(day)?.revenueMicros ?? 0),
-          new_accounts: money.get(day)?.newAccounts ?? 0,
-        };
-      });
-      const byPlan = await reports.dailyBy('plan', from, to);
-      const byModel = await reports.dailyBy('model', from, to);
+      const stats = await reports.daily(Math.min(366, Number(request.query.days ?? 30)));
       return {
         object: 'list',
-        data,
-        by_plan: byPlan.map((r) => ({
+        data: stats.days.map((row) => ({
+          day: row.day,
+          requests: row.requests,
+          tokens: row.tokens,
+          spend_usd: usd(row.spendMicros),
+          revenue_usd: usd(row.revenueMicros),
+          new_accounts: row.newAccounts,
+        })),
+        by_plan: stats.byPlan.map((r) => ({
           plan: r.key,
           day: r.day,
           requests: r.requests,
           spend_usd: usd(r.spendMicros),
         })),
-        by_model: byModel.map((r) => ({
+        by_model: stats.byModel.map((r) => ({
           model: r.key,
           day: r.day,
           requests: r.requests,
@@ -82,7 +68,7 @@ export const operatorReportRoutes: FastifyPluginAsync<
   // From the router's in-process measurements only: drawing this page calls no upstream.
   app.get('/deployments', { config }, async () => ({
     object: 'list',
-    data: services.router.stats().map((stat) => ({
+    data: reports.deployments().map((stat) => ({
       model: stat.model,
       deployment: stat.deployment,
       provider: stat.provider,
@@ -96,8 +82,7 @@ export const operatorReportRoutes: FastifyPluginAsync<
   }));
 
   app.get('/webhooks', { config }, async () => {
-    const backlog = await reports.webhookBacklog();
-    const failing = await reports.failingEndpoints(100);
+    const { backlog, failing } = await reports.webhooks();
     return {
       backlog: {
         pending: backlog.pending,
@@ -123,9 +108,7 @@ export const operatorReportRoutes: FastifyPluginAsync<
       schema: { params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } },
     },
     async (request, reply) => {
-      const accountId = await reports.deliveryAccount(request.params.id);
-      if (!accountId) throw new GatewayError('not_found', `no delivery ${request.params.id}`);
-      const eventId = await services.webhooks.redeliver(accountId, request.params.id);
+      const { accountId, eventId } = await reports.redeliver(request.params.id);
       noteAudit(request, { accountId, details: { event_id: eventId } });
       return reply.status(202).send({ event_id: eventId, status: 'queued' });
     },
@@ -159,7 +142,7 @@ export const operatorReportRoutes: FastifyPluginAsync<
         to,
         ...(request.query.account_id !== undefined ? { accountId: request.query.account_id } : {}),
       };
-      const lines = exportLines(reports.usagePage.bind(reports), range, format);
+      const lines = exportLines(reports.usagePages(range), format);
       return reply
         .type(format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson')
         .header('content-disposition', `attachment; filename="usage.${format}"`)
@@ -177,24 +160,12 @@ function parseInstant(text: string, param: string, endOfDay: boolean): number {
 }
 
 async function* exportLines(
-  read: (
-    range: { from: number; to: number; accountId?: string },
-    after: { createdAt: number; requestId: string } | undefined,
-    limit: number,
-  ) => Promise<ExportedUsage[]>,
-  range: { from: number; to: number; accountId?: string },
+  pages: AsyncIterable<ExportedUsage[]>,
   format: 'csv' | 'jsonl',
 ): AsyncGenerator<string> {
   if (format === 'csv') yield CSV_COLUMNS;
-  let after: { createdAt: number; requestId: string } | undefined;
-  for (;;) {
-    const rows = await read(range, after, EXPORT_PAGE);
-    if (rows.length === 0) return;
+  for await (const rows of pages)
     yield rows.map((row) => (format === 'csv' ? csvLine(row) : `${JSON.stringify(jsonOf(row))}\n`)).join('');
-    const last = rows[rows.length - 1]!;
-    after = { createdAt: last.createdAt, requestId: last.requestId };
-    if (rows.length < EXPORT_PAGE) return;
-  }
 }
 
 function jsonOf(row: ExportedUsage): Record<string, unknown> {

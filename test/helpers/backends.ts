@@ -67,7 +67,7 @@ const postgres: Backend = {
   name: 'postgres',
   unavailable() {
     postgresProbe ??= (async (): Promise<string | undefined> => {
-      const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
+      const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 10_000 });
       try {
         await client.connect();
         await client.query('SELECT 1');

@@ -164,7 +164,8 @@ export class ChatGateway {
     if (!held) {
       await limiter.release(key.id, ctx.requestId, reservedTokens, now);
       const keyLimited = await keyLimitRefusal(store, this.#o.holds, key, holdMicros, now);
-      if (keyLimited) throw this.#refuse(new GatewayError('payment_required', keyLimited, { rateLimits: admission }));
+      if (keyLimited)
+        throw this.#refuse(new GatewayError('payment_required', keyLimited, { rateLimits: admission }));
       const standing = this.#o.billingStanding(account, now, await store.ledger.balance(account.id, now));
       const message = standing.ok
         ? `insufficient balance: this request may cost up to $${formatUsd(holdMicros, 6)} (lower max_tokens), more than is available`
@@ -197,10 +198,7 @@ export class ChatGateway {
   }
 
   /** A non-streamed completion; the answer's `model` is the public id. */
-  async complete(
-    admitted: Admitted,
-    signal: AbortSignal,
-  ): Promise<CompletedAnswer> {
+  async complete(admitted: Admitted, signal: AbortSignal): Promise<CompletedAnswer> {
     const { request, model, promptTokens } = admitted;
     let attempted;
     try {

@@ -174,7 +174,7 @@ function setup(
     model: MODEL,
     promptTokens: 7,
     reservedTokens: 7,
-    headers: { 'x-ratelimit-limit-requests': '10' },
+    rateLimits: { requests: { limit: 10, remaining: 9, resetMs: 60_000 } },
   };
   return { gateway, admitted, settled, observed, logs, signals };
 }

@@ -6,7 +6,7 @@ import type { HoldBook } from '../billing/hold-book.ts';
 import type { Standing } from '../billing/standing.ts';
 import type { SettlementQueue } from '../billing/settlement-queue.ts';
 import type { Config, ModelConfig } from '../config/config.ts';
-import type { Limiter, LimitSet } from '../limits/limiter.ts';
+import type { Limiter, LimitSet, RateLimits } from '../limits/limiter.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { PassThroughStream } from '../providers/provider.ts';
 import type { Router } from '../routing/router.ts';
@@ -18,10 +18,9 @@ import type { Store } from '../store/store.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
 import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
-import { rateLimitHeaders } from './rate-limit-headers.ts';
 import { type PassChunk, RawChunk, RawText } from './raw-chunk.ts';
 import type { EventBatch, StreamEvent } from './stream-event.ts';
-import type { StreamSink } from './stream-sink.ts';
+import type { AnswerFacts, StreamSink } from './stream-sink.ts';
 import { utcDay } from '../shared/time.ts';
 import { formatUsd } from '../shared/money.ts';
 
@@ -43,7 +42,13 @@ export interface Admitted {
   model: ModelConfig;
   promptTokens: number;
   reservedTokens: number;
-  headers: Record<string, string>;
+  /** The key's rate limits after this admission, for the answer's headers. */
+  rateLimits: RateLimits;
+}
+
+/** A whole answer and the facts its headers tell. */
+export interface CompletedAnswer extends AnswerFacts {
+  completion: ChatCompletion;
 }
 
 interface Outcome {
@@ -122,7 +127,6 @@ export class ChatGateway {
       tokens: reservedTokens,
       now,
     });
-    const headers = rateLimitHeaders(admission);
     if (!admission.allowed) {
       const reason = admission.reason ?? 'requests';
       const message =
@@ -132,7 +136,7 @@ export class ChatGateway {
       throw this.#refuse(
         new GatewayError(reason === 'unavailable' ? 'service_unavailable' : 'rate_limit_exceeded', message, {
           ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
-          headers,
+          rateLimits: admission,
         }),
       );
     }
@@ -153,21 +157,22 @@ export class ChatGateway {
       // The database failed mid-hold (it went away): the hold may have been taken though the answer was lost.
       // A settlement of nothing releases it whenever the database is back. The request was refused for our
       // own outage, so it gives its rate-limit slot back (else an outage would use up the key's limits).
-      const admitted = { ctx, request, model, promptTokens, reservedTokens, headers };
+      const admitted = { ctx, request, model, promptTokens, reservedTokens, rateLimits: admission };
       this.#finish(admitted, this.#failed(admitted, false), true);
       throw error;
     }
     if (!held) {
       await limiter.release(key.id, ctx.requestId, reservedTokens, now);
       const keyLimited = await keyLimitRefusal(store, this.#o.holds, key, holdMicros, now);
-      if (keyLimited) throw this.#refuse(new GatewayError('payment_required', keyLimited, { headers }));
+      if (keyLimited)
+        throw this.#refuse(new GatewayError('payment_required', keyLimited, { rateLimits: admission }));
       const standing = this.#o.billingStanding(account, now, await store.ledger.balance(account.id, now));
       const message = standing.ok
         ? `insufficient balance: this request may cost up to $${formatUsd(holdMicros, 6)} (lower max_tokens), more than is available`
         : standing.message;
-      throw this.#refuse(new GatewayError('payment_required', message, { headers }));
+      throw this.#refuse(new GatewayError('payment_required', message, { rateLimits: admission }));
     }
-    return { ctx, request, model, promptTokens, reservedTokens, headers };
+    return { ctx, request, model, promptTokens, reservedTokens, rateLimits: admission };
   }
 
   /** The prompt's tokens as admission counts them (validated as `admit` validates); nothing is taken or held. */
@@ -193,10 +198,7 @@ export class ChatGateway {
   }
 
   /** A non-streamed completion; the answer's `model` is the public id. */
-  async complete(
-    admitted: Admitted,
-    signal: AbortSignal,
-  ): Promise<{ completion: ChatCompletion; headers: Record<string, string> }> {
+  async complete(admitted: Admitted, signal: AbortSignal): Promise<CompletedAnswer> {
     const { request, model, promptTokens } = admitted;
     let attempted;
     try {
@@ -232,7 +234,7 @@ export class ChatGateway {
     await journaled;
     const overheadMs = performance.now() - admitted.ctx.arrivedAt - upstreamMs;
     this.#o.metrics.overhead.observe(overheadMs / 1000);
-    return { completion, headers: { ...admitted.headers, ...answerHeaders(overheadMs, cost) } };
+    return { completion, rateLimits: admitted.rateLimits, overheadMs, costMicros: cost };
   }
 
   /**
@@ -259,7 +261,7 @@ export class ChatGateway {
     const firstAt = performance.now();
     const overheadMs = opened.upstreamStartedAt - ctx.arrivedAt;
     this.#o.metrics.overhead.observe(overheadMs / 1000);
-    sink.open({ ...admitted.headers, ...answerHeaders(overheadMs, undefined) });
+    sink.open({ rateLimits: admitted.rateLimits, overheadMs, costMicros: undefined });
 
     const relay: RelayState = { generated: '', usage: undefined };
     let status: UsageStatus = 'ok';
@@ -489,10 +491,4 @@ function completionTokensOf(completion: ChatCompletion): number {
     for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
   }
   return countTextTokens(text);
-}
-
-function answerHeaders(overheadMs: number, cost: number | undefined): Record<string, string> {
-  const headers: Record<string, string> = { 'x-tollgate-overhead-ms': overheadMs.toFixed(3) };
-  if (cost !== undefined) headers['x-tollgate-cost-usd'] = formatUsd(cost, 6);
-  return headers;
 }

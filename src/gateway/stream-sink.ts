@@ -1,3 +1,4 @@
+import type { RateLimits } from '../limits/limiter.ts';
 import type { GatewayError } from '../shared/gateway-error.ts';
 import type { Usage } from './chat-types.ts';
 import type { PassChunk } from './raw-chunk.ts';
@@ -23,12 +24,24 @@ export interface TextSink {
   onClose(listener: () => void): void;
 }
 
+/** What an answer's headers tell, as facts; the front door writes them (src/http/answer-headers.ts). */
+export interface AnswerFacts {
+  /** The key's rate limits after this request's admission. */
+  rateLimits: RateLimits;
+  /** The gateway's own time: to the upstream call (a stream), or the whole answer less the upstream's time. */
+  overheadMs: number;
+  /** What the answer cost, µUSD; undefined for a stream (it opens before the cost is known). */
+  costMicros: number | undefined;
+}
+
 /**
  * A streamed answer as the gateway hands it to a front door, which writes it in its own protocol (chat-completion
  * chunks, Responses events, Messages events). The gateway writes no wire text.
  * Order: open, events…, then complete (a whole answer) or fail (an upstream that broke after its first event), end.
  */
-export interface StreamSink extends Omit<TextSink, 'write'> {
+export interface StreamSink extends Omit<TextSink, 'write' | 'open'> {
+  /** Sends the status line and the headers `facts` make; nothing may be retried after this. */
+  open(facts: AnswerFacts): void;
   /**
    * The canonical events one upstream read brought (stream-event.ts), in order, to be written as one piece. The
    * answer's public model id is the front door's to write (it has the admitted request). False when the client is

@@ -5,6 +5,7 @@ import { GatewayError } from '../shared/gateway-error.ts';
 import { bearerToken } from './auth-hook.ts';
 import { createClientAddress } from './client-address.ts';
 import { countJsonValues } from './count-json-values.ts';
+import { answerHeaders } from './answer-headers.ts';
 import { errorHeaders, isLogged, toGatewayError } from './error-handler.ts';
 import { asUser } from './routes/principal.ts';
 import { chatCompletionsSink, createSseSink } from './sse-sink.ts';
@@ -124,8 +125,13 @@ async function serveChat(
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    const { completion, headers } = await services.gateway.complete(admitted, abort.signal);
-    sendJson(res, 200, { ...headers, ...door.idHeaders(requestId) }, exchange.answer(completion, admitted));
+    const answered = await services.gateway.complete(admitted, abort.signal);
+    sendJson(
+      res,
+      200,
+      { ...answerHeaders(answered), ...door.idHeaders(requestId) },
+      exchange.answer(answered.completion, admitted),
+    );
   } catch (error) {
     const failure = toGatewayError(error);
     if (isLogged(failure)) services.logger.error({ err: error, reqId: requestId }, 'request failed');

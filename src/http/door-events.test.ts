@@ -64,7 +64,7 @@ function run(door: FrontDoor, batches: StreamEvent[][], failure?: GatewayError) 
   const sink = door
     .exchange({ model: 'model-a', input: 'hi', messages: [{ role: 'user', content: 'hi' }], max_tokens: 9 })
     .streamSink(text, admitted);
-  sink.open({});
+  sink.open({ rateLimits: {}, overheadMs: 0, costMicros: undefined });
   for (const batch of batches) assert.equal(sink.events(batch), true);
   if (failure) sink.fail(failure);
   else sink.complete(usage);

@@ -95,9 +95,16 @@ describe('toGatewayError (anything thrown → the spec error)', () => {
 describe('errorHeaders', () => {
   it('adds Retry-After in whole seconds (at least 1) and Retry-After-Ms', () => {
     assert.deepEqual(
-      errorHeaders(new GatewayError('rate_limit_exceeded', 'x', { retryAfterMs: 1500, headers: { a: 'b' } })),
+      errorHeaders(
+        new GatewayError('rate_limit_exceeded', 'x', {
+          retryAfterMs: 1500,
+          rateLimits: { requests: { limit: 10, remaining: 0, resetMs: 1500 } },
+        }),
+      ),
       {
-        a: 'b',
+        'x-ratelimit-limit-requests': '10',
+        'x-ratelimit-remaining-requests': '0',
+        'x-ratelimit-reset-requests': '1.5s',
         'retry-after': '2',
         'retry-after-ms': '1500',
       },
@@ -124,8 +131,13 @@ describe('errorHeaders', () => {
     );
   });
 
-  it('has only the error own headers without a delay', () => {
-    assert.deepEqual(errorHeaders(new GatewayError('forbidden', 'x', { headers: { a: 'b' } })), { a: 'b' });
+  it('has only the rate-limit headers of a refusal without a delay', () => {
+    const rateLimits = { tokens: { limit: 100, remaining: 40, resetMs: 20 } };
+    assert.deepEqual(errorHeaders(new GatewayError('payment_required', 'x', { rateLimits })), {
+      'x-ratelimit-limit-tokens': '100',
+      'x-ratelimit-remaining-tokens': '40',
+      'x-ratelimit-reset-tokens': '20ms',
+    });
     assert.deepEqual(errorHeaders(new GatewayError('forbidden', 'x')), {});
   });
 });

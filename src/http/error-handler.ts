@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { StoreUnavailableError } from '../store/db.ts';
+import { rateLimitHeaders } from './rate-limit-headers.ts';
 
 /** How long a client is told to wait while the database is unreachable. */
 const STORE_RETRY_AFTER_MS = 2_000;
@@ -114,14 +115,17 @@ export function isLogged(error: GatewayError): boolean {
   return error.status >= 500 && error.code !== 'service_unavailable';
 }
 
-/** The headers of an error response: the error's own, with Retry-After and Retry-After-Ms where it has a delay. */
+/**
+ * The headers of an error response, in one new map: the x-ratelimit-* state of a refusal that carries the key's
+ * limits, with Retry-After and Retry-After-Ms where it has a delay.
+ */
 export function errorHeaders(error: GatewayError): Record<string, string> {
-  if (error.retryAfterMs === undefined) return error.headers;
-  return {
-    ...error.headers,
-    'retry-after': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))),
-    'retry-after-ms': String(Math.max(0, Math.ceil(error.retryAfterMs))),
-  };
+  const headers = error.rateLimits === undefined ? {} : rateLimitHeaders(error.rateLimits);
+  if (error.retryAfterMs !== undefined) {
+    headers['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)));
+    headers['retry-after-ms'] = String(Math.max(0, Math.ceil(error.retryAfterMs)));
+  }
+  return headers;
 }
 
 /** Writes a GatewayError as the spec's error response, with Retry-After where it applies. */

@@ -44,7 +44,7 @@ export function renameFields(
     return new GatewayError(error.code, message, {
       cause: error,
       status: error.status,
-      headers: error.headers,
+      ...(error.rateLimits !== undefined ? { rateLimits: error.rateLimits } : {}),
       param: to + param.slice(from.length),
       ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
     });

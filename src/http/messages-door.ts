@@ -4,6 +4,7 @@ import type { ChatCompletion, FinishReason, Usage } from '../gateway/chat-types.
 import type { ToolEvent } from '../gateway/stream-event.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
+import { answerHeaders } from './answer-headers.ts';
 import { bearerToken } from './auth-hook.ts';
 import { type FrontDoor, renameFields } from './front-door.ts';
 
@@ -357,8 +358,8 @@ function messagesSink(text: TextSink, admitted: Admitted): StreamSink {
   };
 
   return {
-    open(headers) {
-      text.open(headers);
+    open(facts) {
+      text.open(answerHeaders(facts));
       send('message_start', {
         message: {
           id: messageId(),

@@ -4,6 +4,7 @@ import type { FinishReason, ToolCall, Usage } from '../gateway/chat-types.ts';
 import type { ToolEvent } from '../gateway/stream-event.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
+import { answerHeaders } from './answer-headers.ts';
 import { bearerToken } from './auth-hook.ts';
 import { type FrontDoor, renameFields } from './front-door.ts';
 
@@ -396,8 +397,8 @@ function responsesSink(text: TextSink, echo: Json, admitted: Admitted): StreamSi
   };
 
   return {
-    open(headers) {
-      text.open(headers);
+    open(facts) {
+      text.open(answerHeaders(facts));
       const response = responseObject(echo, admitted, id, createdAt, 'in_progress', [], undefined);
       send('response.created', { response });
       send('response.in_progress', { response });

@@ -2,11 +2,12 @@ import type { ServerResponse } from 'node:http';
 import type { ChatChunk } from '../gateway/chat-types.ts';
 import { type PassChunk, RawChunk } from '../gateway/raw-chunk.ts';
 import type { ToolEvent } from '../gateway/stream-event.ts';
+import { answerHeaders } from './answer-headers.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 
 /**
  * Server-Sent Events straight onto the socket: each write goes out as it is made, never buffered.
- * `baseHeaders` (the request id) go out with the headers the gateway opens the stream with.
+ * `baseHeaders` (the request id) go out with the headers the stream is opened with.
  */
 export function createSseSink(response: ServerResponse, baseHeaders: Record<string, string>): TextSink {
   const listeners: (() => void)[] = [];
@@ -102,7 +103,7 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean, answe
     return `data: ${JSON.stringify(chunk)}\n\n`;
   };
   return {
-    open: (headers) => text.open(headers),
+    open: (facts) => text.open(answerHeaders(facts)),
     events(batch) {
       let out = '';
       for (const event of batch) {

@@ -29,15 +29,21 @@ export interface LimitState {
   resetMs: number;
 }
 
-export interface Admission {
+/**
+ * The state of each limited dimension after an admission (or as it stands, for a refusal); an unlimited one is
+ * absent. The HTTP layer writes it as the x-ratelimit-* headers.
+ */
+export interface RateLimits {
+  requests?: LimitState;
+  tokens?: LimitState;
+}
+
+export interface Admission extends RateLimits {
   allowed: boolean;
   /** Which limit refused it. */
   reason?: 'requests' | 'tokens' | 'daily' | 'unavailable';
   /** When a retry will succeed, if nothing else is taken meanwhile. */
   retryAfterMs?: number;
-  /** The state of each limited dimension after this admission (or as it stands, for a refusal). */
-  requests?: LimitState;
-  tokens?: LimitState;
 }
 
 /**

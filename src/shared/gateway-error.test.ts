@@ -34,27 +34,27 @@ describe('GatewayError', () => {
     });
   }
 
-  it('keeps a status override, a delay, headers and a cause', () => {
+  it('keeps a status override, a delay, rate limits and a cause', () => {
     const cause = new Error('root');
     const error = new GatewayError('invalid_request', 'too big', {
       status: 413,
       retryAfterMs: 1500,
-      headers: { 'x-a': '1' },
+      rateLimits: { requests: { limit: 10, remaining: 0, resetMs: 6000 } },
       cause,
     });
     assert.equal(error.status, 413);
     assert.equal(error.type, 'invalid_request_error');
     assert.equal(error.retryAfterMs, 1500);
-    assert.deepEqual(error.headers, { 'x-a': '1' });
+    assert.deepEqual(error.rateLimits, { requests: { limit: 10, remaining: 0, resetMs: 6000 } });
     assert.equal(error.cause, cause);
     assert.equal(error.name, 'GatewayError');
     assert.ok(error instanceof Error);
   });
 
-  it('has no delay, no headers and no cause unless given', () => {
+  it('has no delay, no rate limits and no cause unless given', () => {
     const error = new GatewayError('internal_error', 'x');
     assert.equal(error.retryAfterMs, undefined);
-    assert.deepEqual(error.headers, {});
+    assert.equal(error.rateLimits, undefined);
     assert.equal('cause' in error, false);
   });
 });

@@ -1,3 +1,5 @@
+import type { RateLimits } from '../limits/limiter.ts';
+
 /** The spec's error codes, each with its HTTP status and the OpenAI-convention error type. */
 export const ERROR_CODES = {
   invalid_request: { status: 400, type: 'invalid_request_error' },
@@ -29,7 +31,8 @@ export class GatewayError extends Error {
   readonly type: string;
   /** Milliseconds a client should wait (429, 503): sent as Retry-After (whole seconds) and Retry-After-Ms. */
   readonly retryAfterMs: number | undefined;
-  readonly headers: Record<string, string>;
+  /** A rate-limit or credit refusal's view of the key's limits: the HTTP layer sends it as x-ratelimit-* headers. */
+  readonly rateLimits: RateLimits | undefined;
   /** The request field at fault (`temperature`, `messages[2].role`), or null when no one field is. */
   readonly param: string | null;
 
@@ -40,7 +43,7 @@ export class GatewayError extends Error {
       cause?: unknown;
       retryAfterMs?: number;
       status?: number;
-      headers?: Record<string, string>;
+      rateLimits?: RateLimits;
       param?: string;
     } = {},
   ) {
@@ -49,7 +52,7 @@ export class GatewayError extends Error {
     this.status = options.status ?? ERROR_CODES[code].status;
     this.type = ERROR_CODES[code].type;
     this.retryAfterMs = options.retryAfterMs;
-    this.headers = options.headers ?? {};
+    this.rateLimits = options.rateLimits;
     this.param = options.param ?? null;
   }
 

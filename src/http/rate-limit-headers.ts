@@ -1,4 +1,4 @@
-import type { Admission, LimitState } from '../limits/limiter.ts';
+import type { LimitState, RateLimits } from '../limits/limiter.ts';
 
 /**
  * A duration as OpenAI writes `x-ratelimit-reset-*` (Go's duration format): `20ms`, `1.5s`, `6s`, `1m0s`,
@@ -29,10 +29,10 @@ function add(
   headers[`x-ratelimit-reset-${kind}`] = formatReset(state.resetMs);
 }
 
-/** The x-ratelimit-* headers of an admission or a refusal (unlimited dimensions are left out). */
-export function rateLimitHeaders(admission: Admission): Record<string, string> {
+/** A new header map with the x-ratelimit-* headers of an admission or a refusal (unlimited dimensions are left out). */
+export function rateLimitHeaders(limits: RateLimits): Record<string, string> {
   const headers: Record<string, string> = {};
-  add(headers, 'requests', admission.requests);
-  add(headers, 'tokens', admission.tokens);
+  add(headers, 'requests', limits.requests);
+  add(headers, 'tokens', limits.tokens);
   return headers;
 }

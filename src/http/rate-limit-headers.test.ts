@@ -28,9 +28,6 @@ describe('rate-limit headers', () => {
 
   it('a refusal reports each limited dimension, and an unlimited one is left out', () => {
     const headers = rateLimitHeaders({
-      allowed: false,
-      reason: 'requests',
-      retryAfterMs: 6000,
       requests: { limit: 10, remaining: 0, resetMs: 6000 },
     });
     assert.deepEqual(headers, {

@@ -605,7 +605,7 @@ function slowStream(pool: Pool, target: Target, body: string, tally: SlowTally):
  * each; as one ends its slot opens another, so `count` are open throughout), opened 500 every 250 ms at the start.
  * Resident memory is read every second (for the peak) and recorded every `seconds / 10` (at most 10 s); the
  * plateau runs from the end of the first minute (a quarter of a shorter hold, and never before the ramp's end plus
- * two paces) to the hold's end. Per open stream: the plateau's median resident memory above the idle process,
+ * two paces) to the hold's end. Per open stream: the plateau's median resident memory above the idle process's,
  * divided by the streams in flight. Flat: the least-squares line through the plateau's samples rises by at most
  * FLAT_TOLERANCE of what the streams hold above idle (FLAT_FLOOR_MIB at least). The simulator needs no upstream
  * sockets, so 10,000 streams take 10,000 descriptors in each of Tollgate and this process (the processes' limit
@@ -615,7 +615,13 @@ function slowStream(pool: Pool, target: Target, body: string, tally: SlowTally):
 async function slowStreams(target: Target, count: number, seconds: number): Promise<Slow> {
   log(`${count} concurrent slow streams (one chunk a second) through Tollgate, held ${seconds} s …`);
   const pid = target.pid!;
-  const idleMiB = residentMiB(pid);
+  // Idle: the least resident memory over 10 s without load, which lets V8 shrink the heap that the sections
+  // before left (its memory reducer collects a few seconds after allocation stops).
+  let idleMiB = residentMiB(pid);
+  for (let second = 0; second < 10; second++) {
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    idleMiB = Math.min(idleMiB, residentMiB(pid));
+  }
   const pool = new Pool(target.origin, {
     connections: count,
     pipelining: 1,
@@ -787,7 +793,7 @@ function slowSection(slow: Slow): string[] {
     '',
     `- Each stream: the simulator at one chunk a second, 12 to 35 chunks (${SLOW_PROMPTS.length} prompts in turn); each of the ${n(slow.streams)} is replaced by a new one as it ends, for ${slow.seconds} s${SOAK_SECONDS > 0 ? ` (\`--soak=${SOAK_SECONDS}\`)` : ' (`--soak=600` for the 10-minute soak)'}, opened 500 every 250 ms at the start; ${slow.elapsed.toFixed(0)} s with the last ones' ends`,
     `- Streams: ${n(slow.opened)} answered, ${n(slow.completed)} read to their end; non-200: ${slow.non200}; errors: ${slow.errors}`,
-    `- Resident memory: ${slow.idleMiB.toFixed(0)} MiB idle, ${slow.heldMiB.toFixed(0)} MiB held (median of the samples from ${slow.plateauFrom.toFixed(0)} s on), ${slow.peakMiB.toFixed(0)} MiB at the peak, ${slow.afterMiB.toFixed(0)} MiB 5 s after the last stream ended: **${slow.perStreamKiB.toFixed(1)} KiB per open stream** above idle (target ≤ 64 KB = ${kibTarget.toFixed(1)} KiB): ${slow.perStreamKiB <= kibTarget ? 'met' : 'not met'}`,
+    `- Resident memory: ${slow.idleMiB.toFixed(0)} MiB idle (the least over 10 s without load before), ${slow.heldMiB.toFixed(0)} MiB held (median of the samples from ${slow.plateauFrom.toFixed(0)} s on), ${slow.peakMiB.toFixed(0)} MiB at the peak, ${slow.afterMiB.toFixed(0)} MiB 5 s after the last stream ended: **${slow.perStreamKiB.toFixed(1)} KiB per open stream** above idle (target ≤ 64 KB = ${kibTarget.toFixed(1)} KiB): ${slow.perStreamKiB <= kibTarget ? 'met' : 'not met'}`,
     `- Flat: the least-squares line through the samples from ${slow.plateauFrom.toFixed(0)} s to ${slow.seconds} s rises ${flat === undefined ? '(too few samples)' : `${slow.growthMiB.toFixed(1)} MiB`}; allowed: ${(FLAT_TOLERANCE * 100).toFixed(0)}% of what the streams hold above idle, at least ${FLAT_FLOOR_MIB} MiB: ${slow.toleranceMiB.toFixed(1)} MiB: ${flat === undefined ? 'not judged' : flat ? 'flat' : 'not flat'}`,
     `- Resident MiB every ${slow.sampleSeconds} s (streams in flight at the plateau's samples: ${Math.min(...plateau.map((s) => s.open))}–${Math.max(...plateau.map((s) => s.open))}): ${slow.samples.map((s) => s.mib.toFixed(0)).join(', ')}`,
     `- Gaps between chunks: ${n(slow.gaps)}, the longest ${slow.maxGapMs.toFixed(0)} ms (pace 1,000 ms); over 2 s (stalls): ${slow.stalls}: ${slow.stalls === 0 && slow.errors === 0 && slow.non200 === 0 ? 'no stall' : 'stalled or failed'}`,

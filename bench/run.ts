@@ -615,6 +615,13 @@ function slowStream(pool: Pool, target: Target, body: string, tally: SlowTally):
 async function slowStreams(target: Target, count: number, seconds: number): Promise<Slow> {
   log(`${count} concurrent slow streams (one chunk a second) through Tollgate, held ${seconds} s …`);
   const pid = target.pid!;
+  const files = Number(
+    /Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? Infinity,
+  );
+  if (files < count + 1_000)
+    log(
+      `  warning: ${files} open files allowed, and ${count} streams take as many sockets here and in Tollgate: run through \`npm run bench\`, which raises the limit to the hard one`,
+    );
   // Idle: the least resident memory over 10 s without load, which lets V8 shrink the heap that the sections
   // before left (its memory reducer collects a few seconds after allocation stops).
   let idleMiB = residentMiB(pid);

@@ -547,16 +547,16 @@ const CONTENT = Buffer.from('"content":"');
 /**
  * One slow stream, read through undici's dispatch callbacks rather than a body stream and a promise per chunk,
  * so that 10,000 streams at a chunk a second cost this load generator little: a gap is the time between two
- * reads that hold a content chunk, and a stall one over 2 s.
+ * reads that hold a content chunk, and a stall one over 2 s. Resolves with whether it was answered 200 and ended.
  */
-function slowStream(pool: Pool, target: Target, body: string, tally: SlowTally): Promise<void> {
+function slowStream(pool: Pool, target: Target, body: string, tally: SlowTally): Promise<boolean> {
   tally.inFlight += 1;
   return new Promise((resolve) => {
     let ok = false;
     let last = 0;
-    const done = (): void => {
+    const done = (completed: boolean): void => {
       tally.inFlight -= 1;
-      resolve();
+      resolve(completed);
     };
     pool.dispatch(
       {
@@ -589,11 +589,11 @@ function slowStream(pool: Pool, target: Target, body: string, tally: SlowTally):
         },
         onComplete() {
           if (ok) tally.completed += 1;
-          done();
+          done(ok);
         },
         onError() {
           tally.errors += 1;
-          done();
+          done(false);
         },
       },
     );
@@ -662,7 +662,9 @@ async function slowStreams(target: Target, count: number, seconds: number): Prom
   const sampler = setInterval(sample, 1_000);
   const slot = async (first: number): Promise<void> => {
     for (let next = first; performance.now() < stopAt; next += 1)
-      await slowStream(pool, target, SLOW_PROMPTS[next % SLOW_PROMPTS.length]!, tally);
+      // After a failure the slot waits a pace before its next stream rather than retrying at once.
+      if (!(await slowStream(pool, target, SLOW_PROMPTS[next % SLOW_PROMPTS.length]!, tally)))
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
   };
   const slots: Promise<void>[] = [];
   for (let i = 0; i < count; i++) {

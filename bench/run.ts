@@ -1,16 +1,28 @@
 // The benchmark harness: `npm run bench` (add `--quick` for one short round, `--no-peer` to skip Portkey,
-// `--soak=SECONDS` for a memory soak, `--streams-only` for the stream sections alone, which then print and are not
-// written to docs/performance.md; with it, `--cases=WORD` keeps the CPU-per-stream cases whose upstream names WORD,
-// e.g. `--cases=anthropic`, and `--slow-streams=0` leaves out the slow-stream memory test; `--only=stream-cpu` is
-// the CPU-per-stream cases alone, printed). Gateways are pinned to core 0, the mock upstream and this load
-// generator to core 1. Results go to docs/performance.md; exit status 1 if Tollgate answered anything but 200.
+// `--soak=SECONDS` to hold the slow streams that long (the issue's soak is `--soak=600`; 30 s without it),
+// `--slow-streams=N` for N of them instead of 10,000 (0 leaves them out), `--streams-only` for the stream sections
+// alone, which then print and are not written to docs/performance.md; with it, `--cases=WORD` keeps the
+// CPU-per-stream cases whose upstream names WORD, e.g. `--cases=anthropic`; `--only=stream-cpu` is the
+// CPU-per-stream cases alone, printed; `--only=profile` the --cpu-prof of the 20-chunk stream alone, printed,
+// `--no-profile` leaves it out of a full run, `--profile-seconds=N` measures it N s). Gateways are pinned to core 0,
+// the mock upstream and this load generator to core 1. Results go to docs/performance.md; exit status 1 if
+// Tollgate answered anything but 200.
 import { execFileSync, execSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Pool } from 'undici';
-import { CAN_PIN, residentMiB, startPinned, treeCpuSeconds, type Started } from './lib/processes.ts';
+import {
+  CAN_PIN,
+  cpuSeconds,
+  residentMiB,
+  startPinned,
+  treeCpuSeconds,
+  type Started,
+} from './lib/processes.ts';
+import { profileTollgate, type ProfileSummary } from './lib/profile.ts';
 import { startMock } from './lib/mock.ts';
 import { startTollgate } from './lib/tollgate.ts';
 import {
@@ -38,14 +50,24 @@ const CASES = [...args]
   .find((a) => a.startsWith('--cases='))
   ?.slice(8)
   .toLowerCase();
+/** How long the slow streams are held (each replaced as it ends): `--soak=SECONDS`, or 30 s. */
 const SOAK_SECONDS = Number([...args].find((a) => a.startsWith('--soak='))?.slice(7) ?? 0);
+const SLOW_SECONDS = SOAK_SECONDS > 0 ? SOAK_SECONDS : 30;
+/** `--only=profile`: the --cpu-prof of the 20-chunk OpenAI-type stream alone, printed; `--no-profile`: none. */
+const PROFILE_ONLY = args.has('--only=profile');
+const PROFILE = !args.has('--no-profile');
+const PROFILE_SECONDS = Number(
+  [...args].find((a) => a.startsWith('--profile-seconds='))?.slice(18) ?? (QUICK ? 5 : 10),
+);
+/** The profiled case's connections: those of the issue's headline measurement. */
+const PROFILE_CONNECTIONS = 50;
 const ROUNDS = QUICK ? 1 : 3;
 /** Each round measures CPU in this many closed-loop slices per target, alternating between targets. */
 const SLICES = QUICK ? 4 : 8;
 const SLICE_MS = 1_500;
 const LATENCY_MS = QUICK ? 2_000 : 4_000;
 const CONCURRENT_STREAMS = 2_000;
-/** Slow streams held open at once (one chunk a second each). */
+/** Slow streams held open at once (one chunk a second each), for SLOW_SECONDS. */
 const SLOW_STREAMS = Number([...args].find((a) => a.startsWith('--slow-streams='))?.slice(15) ?? 10_000);
 /** CPU per stream: slices per target and case, and their length. */
 const STREAM_SLICES = QUICK ? 2 : 6;
@@ -223,12 +245,17 @@ async function main(): Promise<void> {
   try {
     const bareTarget = targets[1]!;
     if (STREAM_CPU_ONLY) {
-      log(streamSections(await streamCpu(bareTarget, tollgate.target, baseline?.target), undefined).join('\n'));
+      log(streamSections(await streamCpu(bareTarget, tollgate.target, baseline?.target)).join('\n'));
+      return;
+    }
+    if (PROFILE_ONLY) {
+      log(profileSection(await streamProfile(mockPort)).join('\n'));
       return;
     }
     if (STREAMS_ONLY) {
       const cases = await streamCpu(bareTarget, tollgate.target, baseline?.target);
-      const slow = SLOW_STREAMS > 0 ? await slowStreams(tollgate.target, SLOW_STREAMS) : undefined;
+      const slow =
+        SLOW_STREAMS > 0 ? await slowStreams(tollgate.target, SLOW_STREAMS, SLOW_SECONDS) : undefined;
       log(streamSections(cases, slow).join('\n'));
       return;
     }
@@ -281,12 +308,13 @@ async function main(): Promise<void> {
     log(`${CONCURRENT_STREAMS} concurrent streams through Tollgate …`);
     const held = await concurrentStreams(tollgate.target, CONCURRENT_STREAMS);
     rows.get('Tollgate')!.non200 += held.non200;
-    const slow = await slowStreams(tollgate.target, SLOW_STREAMS);
-    const soak = SOAK_SECONDS > 0 ? await soakRun(tollgate.target, SOAK_SECONDS) : undefined;
+    const profile = PROFILE ? await streamProfile(mockPort) : undefined;
+    const slow =
+      SLOW_STREAMS > 0 ? await slowStreams(tollgate.target, SLOW_STREAMS, SLOW_SECONDS) : undefined;
 
     log('micro benchmarks …');
     const micro = [...(await settlementBench(PG_URL)), ...(await admissionBench(REDIS_URL))];
-    writeReport([...rows.values()], ratios, held, soak, micro, streamSections(cases, slow));
+    writeReport([...rows.values()], ratios, held, micro, streamSections(cases, slow, profile));
     const failures = rows.get('Tollgate')!.non200;
     log(`Tollgate non-200 answers: ${failures}`);
     if (failures > 0) process.exitCode = 1;
@@ -431,67 +459,266 @@ async function streamCpu(bare: Target, tollgate: Target, before?: Target): Promi
   return cases;
 }
 
+/** A memory sample of the slow streams: seconds since they began, Tollgate's resident MiB, streams in flight. */
+interface Sample {
+  at: number;
+  mib: number;
+  open: number;
+}
+
 interface Slow {
   streams: number;
+  /** How long they were held (new ones opened until then), and all of it with the last ones' ends. */
+  seconds: number;
+  elapsed: number;
+  sampleSeconds: number;
+  /** Streams answered 200, read to their end, answered otherwise, and failed (a socket error or a timeout). */
   opened: number;
   completed: number;
   non200: number;
-  baselineMiB: number;
-  openMiB: number;
+  errors: number;
+  idleMiB: number;
+  samples: Sample[];
+  /** Samples from here on are the plateau: the per-stream figure and the flatness rule read them. */
+  plateauFrom: number;
+  heldMiB: number;
   peakMiB: number;
+  /** Five seconds after the last stream ended. */
+  afterMiB: number;
+  perStreamKiB: number;
+  /** The least-squares line through the plateau's samples: its rise over the plateau, and what is let pass. */
+  growthMiB: number;
+  toleranceMiB: number;
+  gaps: number;
   maxGapMs: number;
   stalls: number;
-  seconds: number;
+  /** Shares of a core while held: Tollgate's (core 0) and this load generator's own (core 1). */
+  gatewayCpu: number;
+  loadCpu: number;
+  /** This process's event-loop delay while held: a busy load generator would read late chunks as gaps. */
+  loopP99Ms: number;
+  loopMaxMs: number;
+}
+
+/** Prompts of the slow streams: the simulator answers each with its own 12 to 35 words, one chunk a second. */
+const SLOW_PROMPTS = Array.from({ length: 64 }, (_, i) =>
+  JSON.stringify({
+    model: 'model-slow',
+    stream: true,
+    messages: [{ role: 'user', content: `Keep this stream open, please (${i}).` }],
+  }),
+);
+/**
+ * Rule for "flat": the plateau's fitted rise is within this share of what the open streams hold above idle, or
+ * within FLAT_FLOOR_MIB when that is less (the heap's own swing, a few MiB, with few streams).
+ */
+const FLAT_TOLERANCE = 0.05;
+const FLAT_FLOOR_MIB = 5;
+
+/** Least-squares rise of `samples`' MiB from their first to their last time. */
+function fittedRise(samples: Sample[]): number {
+  const n = samples.length;
+  if (n < 2) return NaN;
+  const meanAt = samples.reduce((sum, s) => sum + s.at, 0) / n;
+  const meanMiB = samples.reduce((sum, s) => sum + s.mib, 0) / n;
+  let covariance = 0;
+  let variance = 0;
+  for (const s of samples) {
+    covariance += (s.at - meanAt) * (s.mib - meanMiB);
+    variance += (s.at - meanAt) ** 2;
+  }
+  return (covariance / variance) * (samples[n - 1]!.at - samples[0]!.at);
+}
+
+/** What the slow streams have done so far, counted as it happens: a long soak keeps no per-chunk record. */
+interface SlowTally {
+  answered: number;
+  completed: number;
+  non200: number;
+  errors: number;
+  inFlight: number;
+  gaps: number;
+  maxGapMs: number;
+  stalls: number;
+}
+
+const CONTENT = Buffer.from('"content":"');
+
+/**
+ * One slow stream, read through undici's dispatch callbacks rather than a body stream and a promise per chunk,
+ * so that 10,000 streams at a chunk a second cost this load generator little: a gap is the time between two
+ * reads that hold a content chunk, and a stall one over 2 s. Resolves with whether it was answered 200 and ended.
+ */
+function slowStream(pool: Pool, target: Target, body: string, tally: SlowTally): Promise<boolean> {
+  tally.inFlight += 1;
+  return new Promise((resolve) => {
+    let ok = false;
+    let last = 0;
+    const done = (completed: boolean): void => {
+      tally.inFlight -= 1;
+      resolve(completed);
+    };
+    pool.dispatch(
+      {
+        origin: target.origin,
+        path: target.path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...target.headers },
+        body,
+      },
+      {
+        // The handler undici's core calls itself (no wrapper): the callbacks its own request() is built on.
+        onConnect() {},
+        onHeaders(statusCode) {
+          ok = statusCode === 200;
+          if (ok) tally.answered += 1;
+          else tally.non200 += 1;
+          return true;
+        },
+        onData(chunk) {
+          if (!ok || !chunk.includes(CONTENT)) return true;
+          const now = performance.now();
+          if (last !== 0) {
+            const gap = now - last;
+            tally.gaps += 1;
+            tally.maxGapMs = Math.max(tally.maxGapMs, gap);
+            if (gap > 2_000) tally.stalls += 1;
+          }
+          last = now;
+          return true;
+        },
+        onComplete() {
+          if (ok) tally.completed += 1;
+          done(ok);
+        },
+        onError() {
+          tally.errors += 1;
+          done(false);
+        },
+      },
+    );
+  });
 }
 
 /**
- * `count` slow streams open at once on Tollgate (the simulator at one chunk a second, ten chunks each): resident
- * memory with all of them open against the idle process, and the gaps between chunks (a stall is over 2 s).
- * The simulator needs no upstream sockets, so the test fits a 20,000-descriptor limit (two sockets per stream
- * otherwise); the processes' limit is the hard one (see package.json's bench script).
+ * `count` slow streams held open on Tollgate for `seconds` (the simulator at one chunk a second, 12 to 35 chunks
+ * each; as one ends its slot opens another, so `count` are open throughout), opened 500 every 250 ms at the start.
+ * Resident memory is read every second (for the peak) and recorded every `seconds / 10` (at most 10 s); the
+ * plateau runs from the end of the first minute (a quarter of a shorter hold, and never before the ramp's end plus
+ * two paces) to the hold's end. Per open stream: the plateau's median resident memory above the idle process's,
+ * divided by the streams in flight. Flat: the least-squares line through the plateau's samples rises by at most
+ * FLAT_TOLERANCE of what the streams hold above idle (FLAT_FLOOR_MIB at least). The simulator needs no upstream
+ * sockets, so 10,000 streams take 10,000 descriptors in each of Tollgate and this process (the processes' limit
+ * is the hard one: see package.json's bench script); the pool's connections stay open, each reused by its slot's
+ * next stream. This process's own CPU and event-loop delay are reported, to show it was not the bottleneck.
  */
-async function slowStreams(target: Target, count: number): Promise<Slow> {
-  log(`${count} concurrent slow streams (one chunk a second) through Tollgate …`);
+async function slowStreams(target: Target, count: number, seconds: number): Promise<Slow> {
+  log(`${count} concurrent slow streams (one chunk a second) through Tollgate, held ${seconds} s …`);
+  const pid = target.pid!;
+  const files = Number(
+    /Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? Infinity,
+  );
+  if (files < count + 1_000)
+    log(
+      `  warning: ${files} open files allowed, and ${count} streams take as many sockets here and in Tollgate: run through \`npm run bench\`, which raises the limit to the hard one`,
+    );
+  // Idle: the least resident memory over 10 s without load, which lets V8 shrink the heap that the sections
+  // before left (its memory reducer collects a few seconds after allocation stops).
+  let idleMiB = residentMiB(pid);
+  for (let second = 0; second < 10; second++) {
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    idleMiB = Math.min(idleMiB, residentMiB(pid));
+  }
+  const pool = new Pool(target.origin, {
+    connections: count,
+    pipelining: 1,
+    headersTimeout: 120_000,
+    bodyTimeout: 30_000,
+  });
+  const tally: SlowTally = {
+    answered: 0,
+    completed: 0,
+    non200: 0,
+    errors: 0,
+    inFlight: 0,
+    gaps: 0,
+    maxGapMs: 0,
+    stalls: 0,
+  };
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
   const started = performance.now();
-  const baselineMiB = residentMiB(target.pid!);
-  const pool = new Pool(target.origin, { connections: count, pipelining: 1, headersTimeout: 120_000 });
-  const stats: StreamStats = { ttft: [], gaps: [], events: [], maxEventsPerRead: 0, non200: 0, completed: 0 };
-  let peakMiB = baselineMiB;
-  let openMiB = baselineMiB;
-  const sampler = setInterval(() => {
-    const now = residentMiB(target.pid!);
-    peakMiB = Math.max(peakMiB, now);
-    // Memory once every stream has its first chunk: all of them open at once.
-    if (stats.ttft.length + stats.non200 >= count) openMiB = Math.max(openMiB, now);
-  }, 250);
-  const body = JSON.stringify(streamBody('model-slow', { max_tokens: 10 }));
-  const all: Promise<void>[] = [];
-  // Opened in steps of 500 every 250 ms (each is admitted, held and settled like any request): all are open
-  // together for half of their ten seconds.
+  const stopAt = started + seconds * 1_000;
+  const cpuBefore = { gateway: treeCpuSeconds(pid), load: cpuSeconds(process.pid) };
+  const sampleSeconds = Math.min(10, Math.max(1, Math.round(seconds / 10)));
+  const samples: Sample[] = [{ at: 0, mib: idleMiB, open: 0 }];
+  let peakMiB = idleMiB;
+  const sample = (): void => {
+    const mib = residentMiB(pid);
+    peakMiB = Math.max(peakMiB, mib);
+    const at = Math.round((performance.now() - started) / 1_000);
+    if (at >= samples.at(-1)!.at + sampleSeconds) samples.push({ at, mib, open: tally.inFlight });
+  };
+  const sampler = setInterval(sample, 1_000);
+  const slot = async (first: number): Promise<void> => {
+    for (let next = first; performance.now() < stopAt; next += 1)
+      // After a failure the slot waits a pace before its next stream rather than retrying at once.
+      if (!(await slowStream(pool, target, SLOW_PROMPTS[next % SLOW_PROMPTS.length]!, tally)))
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+  };
+  const slots: Promise<void>[] = [];
   for (let i = 0; i < count; i++) {
     if (i > 0 && i % 500 === 0) await new Promise((resolve) => setTimeout(resolve, 250));
-    all.push(oneStream(pool, target, body, stats, '"content":"').catch(() => void (stats.non200 += 1)));
+    slots.push(slot(i));
   }
-  await Promise.all(all);
+  const rampSeconds = (performance.now() - started) / 1_000;
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, stopAt - performance.now())));
   clearInterval(sampler);
+  sample();
+  const held = (performance.now() - started) / 1_000;
+  const gatewayCpu = (treeCpuSeconds(pid) - cpuBefore.gateway) / held;
+  const loadCpu = (cpuSeconds(process.pid) - cpuBefore.load) / held;
+  loop.disable();
+  await Promise.all(slots);
+  const elapsed = (performance.now() - started) / 1_000;
   await pool.close();
-  const maxGapMs = stats.gaps.reduce((max, gap) => Math.max(max, gap), 0);
+  await new Promise((resolve) => setTimeout(resolve, 5_000));
+  const afterMiB = residentMiB(pid);
+
+  const plateauFrom = Math.max(Math.min(60, seconds / 4), rampSeconds + 2);
+  const plateau = samples.filter((s) => s.at >= plateauFrom);
+  const heldMiB = median(plateau.map((s) => s.mib));
+  const meanOpen = plateau.reduce((sum, s) => sum + s.open, 0) / plateau.length;
   return {
     streams: count,
-    opened: stats.ttft.length,
-    completed: stats.completed,
-    non200: stats.non200,
-    baselineMiB,
-    openMiB,
+    seconds,
+    elapsed,
+    sampleSeconds,
+    opened: tally.answered,
+    completed: tally.completed,
+    non200: tally.non200,
+    errors: tally.errors,
+    idleMiB,
+    samples,
+    plateauFrom,
+    heldMiB,
     peakMiB,
-    maxGapMs,
-    stalls: stats.gaps.filter((g) => g > 2_000).length,
-    seconds: (performance.now() - started) / 1000,
+    afterMiB,
+    perStreamKiB: ((heldMiB - idleMiB) * 1024) / meanOpen,
+    growthMiB: plateau.length >= 3 ? fittedRise(plateau) : NaN,
+    toleranceMiB: Math.max(FLAT_TOLERANCE * (heldMiB - idleMiB), FLAT_FLOOR_MIB),
+    gaps: tally.gaps,
+    maxGapMs: tally.maxGapMs,
+    stalls: tally.stalls,
+    gatewayCpu,
+    loadCpu,
+    loopP99Ms: loop.percentile(99) / 1e6,
+    loopMaxMs: loop.max / 1e6,
   };
 }
 
 /** The stream sections of docs/performance.md. */
-function streamSections(cases: StreamCase[], slow: Slow | undefined): string[] {
+function streamSections(cases: StreamCase[], slow?: Slow, profile?: ProfileSummary): string[] {
   const target = (c: StreamCase): number => (c.upstream.startsWith('Anthropic') ? 2 : 1.3);
   const withBefore = cases.some((c) => c.beforeMicros.length > 0);
   const before = (c: StreamCase): string =>
@@ -514,19 +741,72 @@ function streamSections(cases: StreamCase[], slow: Slow | undefined): string[] {
         `| ${c.upstream} | ${c.chunks} | ${c.concurrency} | ${median(c.tollgateMicros).toFixed(0)} | ${median(c.bareMicros).toFixed(0)} | ${median(c.ratios).toFixed(2)}×${spread(c.ratios, 2)} | ≤ ${target(c)}× | ${median(c.ratios) <= target(c) ? 'yes' : 'no'}${c.non200 > 0 ? ` (${c.non200} non-200)` : ''} |${before(c)}`,
     ),
     '',
+    ...(profile === undefined ? [] : profileSection(profile)),
     ...(slow === undefined ? [] : slowSection(slow)),
   ];
 }
 
-function slowSection(slow: Slow): string[] {
-  const perStreamKiB = ((slow.openMiB - slow.baselineMiB) * 1024) / slow.streams;
+/** The 20-chunk OpenAI-type stream case (the mock sending every chunk at once) under `--cpu-prof`. */
+async function streamProfile(mockPort: number): Promise<ProfileSummary> {
+  log(`profile: 20-chunk streams on ${PROFILE_CONNECTIONS} connections, ${PROFILE_SECONDS} s …`);
+  return profileTollgate({
+    mockPort,
+    body: streamBody('model-b', { mock_chunks: 20, mock_interval_ms: 0 }),
+    connections: PROFILE_CONNECTIONS,
+    seconds: PROFILE_SECONDS,
+    outDir: join(ROOT, 'bench/profiles/stream-20'),
+  });
+}
+
+/** Where the stream's CPU goes: the profile's largest groups, each with its largest functions. */
+function profileSection(profile: ProfileSummary): string[] {
+  const rows = 15;
+  const cell = (text: string): string => text.replaceAll('|', '\\|');
+  const rest = profile.groups.slice(rows);
+  const restShare = rest.reduce((sum, g) => sum + g.share, 0);
   return [
-    `## ${slow.streams} concurrent slow streams on one Tollgate instance`,
+    "## Where a 20-chunk stream's CPU goes (issue 19)",
     '',
-    `- Each: the simulator at one chunk a second, about ten chunks; opened 500 every 250 ms; ${slow.seconds.toFixed(0)} s in all`,
-    `- Opened: ${slow.opened}; completed: ${slow.completed} of ${slow.streams}; errors or non-200: ${slow.non200}`,
-    `- Resident memory: ${slow.baselineMiB.toFixed(0)} MiB idle, ${slow.openMiB.toFixed(0)} MiB with all open, ${slow.peakMiB.toFixed(0)} MiB at the peak: **${perStreamKiB.toFixed(1)} KiB per open stream** above idle (target ≤ 64 KB)`,
-    `- Longest gap between chunks: ${slow.maxGapMs.toFixed(0)} ms (pace 1,000 ms); gaps over 2 s (stalls): ${slow.stalls}`,
+    `\`--cpu-prof\` of a Tollgate of its own (core 0) serving the OpenAI-type case above: 20 chunks sent at once by the mock, ${PROFILE_CONNECTIONS} connections in a closed loop, ${PROFILE_SECONDS} s measured after 3 s of warm-up; ${profile.requests} streams, **${profile.perRequest.toFixed(0)} µs of CPU each with the profiler on** (the table above is without it). Self time of the measured seconds' samples (start-up and the stop left out) by package, source file or native bucket, with each one's largest functions; shares are of the busy samples, µs are that share of the CPU per stream. The profile stays in \`bench/profiles/stream-20/\` for a flame graph (Chrome DevTools or speedscope); \`npm run bench:profile -- --stream\` takes one with other settings.`,
+    '',
+    '| share | µs/stream | what (largest functions) |',
+    '|---:|---:|---|',
+    ...profile.groups.slice(0, rows).map(
+      (g) =>
+        `| ${(g.share * 100).toFixed(1)}% | ${g.micros.toFixed(1)} | \`${cell(g.name)}\`${
+          g.functions[0]?.name === g.name
+            ? ''
+            : `: ${g.functions
+                .slice(0, 3)
+                .map((f) => `${cell(f.name)} ${(f.share * 100).toFixed(1)}%`)
+                .join(', ')}`
+        } |`,
+    ),
+    ...(rest.length > 0
+      ? [
+          `| ${(restShare * 100).toFixed(1)}% | ${(restShare * profile.perRequest).toFixed(1)} | ${rest.length} others, none above ${((rest[0]?.share ?? 0) * 100).toFixed(1)}% |`,
+        ]
+      : []),
+    '',
+  ];
+}
+
+function slowSection(slow: Slow): string[] {
+  const n = (value: number): string => Math.round(value).toLocaleString('en');
+  const kibTarget = 64_000 / 1024;
+  const flat = Number.isFinite(slow.growthMiB) ? slow.growthMiB <= slow.toleranceMiB : undefined;
+  const plateau = slow.samples.filter((s) => s.at >= slow.plateauFrom);
+  const busyLoad = slow.loadCpu > 0.8 || slow.loopMaxMs > 1_000;
+  return [
+    `## ${n(slow.streams)} concurrent slow streams on one Tollgate instance (issue 19)`,
+    '',
+    `- Each stream: the simulator at one chunk a second, 12 to 35 chunks (${SLOW_PROMPTS.length} prompts in turn); each of the ${n(slow.streams)} is replaced by a new one as it ends, for ${slow.seconds} s${SOAK_SECONDS > 0 ? ` (\`--soak=${SOAK_SECONDS}\`)` : ' (`--soak=600` for the 10-minute soak)'}, opened 500 every 250 ms at the start; ${slow.elapsed.toFixed(0)} s with the last ones' ends`,
+    `- Streams: ${n(slow.opened)} answered, ${n(slow.completed)} read to their end; non-200: ${slow.non200}; errors: ${slow.errors}`,
+    `- Resident memory: ${slow.idleMiB.toFixed(0)} MiB idle (the least over 10 s without load before), ${slow.heldMiB.toFixed(0)} MiB held (median of the samples from ${slow.plateauFrom.toFixed(0)} s on), ${slow.peakMiB.toFixed(0)} MiB at the peak, ${slow.afterMiB.toFixed(0)} MiB 5 s after the last stream ended: **${slow.perStreamKiB.toFixed(1)} KiB per open stream** above idle (target ≤ 64 KB = ${kibTarget.toFixed(1)} KiB): ${slow.perStreamKiB <= kibTarget ? 'met' : 'not met'}`,
+    `- Flat: the least-squares line through the samples from ${slow.plateauFrom.toFixed(0)} s to ${slow.seconds} s rises ${flat === undefined ? '(too few samples)' : `${slow.growthMiB.toFixed(1)} MiB`}; allowed: ${(FLAT_TOLERANCE * 100).toFixed(0)}% of what the streams hold above idle, at least ${FLAT_FLOOR_MIB} MiB: ${slow.toleranceMiB.toFixed(1)} MiB: ${flat === undefined ? 'not judged' : flat ? 'flat' : 'not flat'}`,
+    `- Resident MiB every ${slow.sampleSeconds} s (streams in flight at the plateau's samples: ${Math.min(...plateau.map((s) => s.open))}–${Math.max(...plateau.map((s) => s.open))}): ${slow.samples.map((s) => s.mib.toFixed(0)).join(', ')}`,
+    `- Gaps between chunks: ${n(slow.gaps)}, the longest ${slow.maxGapMs.toFixed(0)} ms (pace 1,000 ms); over 2 s (stalls): ${slow.stalls}: ${slow.stalls === 0 && slow.errors === 0 && slow.non200 === 0 ? 'no stall' : 'stalled or failed'}`,
+    `- CPU while held: Tollgate ${(slow.gatewayCpu * 100).toFixed(0)}% of core 0; this load generator ${(slow.loadCpu * 100).toFixed(0)}% of core 1, its event-loop delay p99 ${slow.loopP99Ms.toFixed(0)} ms, max ${slow.loopMaxMs.toFixed(0)} ms: ${busyLoad ? 'the load generator may have been the bottleneck (its delays count as gaps)' : 'not the bottleneck'}`,
     '',
   ];
 }
@@ -574,36 +854,10 @@ async function concurrentStreams(target: Target, count: number): Promise<Held> {
   };
 }
 
-/** Steady streaming load for `seconds`, sampling resident memory every 10 s. */
-async function soakRun(target: Target, seconds: number): Promise<{ samples: number[] }> {
-  log(`soak: ${seconds} s …`);
-  const samples: number[] = [residentMiB(target.pid!)];
-  const sampler = setInterval(() => samples.push(residentMiB(target.pid!)), 10_000);
-  const stopAt = Date.now() + seconds * 1000;
-  const pool = new Pool(target.origin, { connections: 200, pipelining: 1 });
-  const stats: StreamStats = { ttft: [], gaps: [], events: [], maxEventsPerRead: 0, non200: 0, completed: 0 };
-  const body = JSON.stringify({
-    model: 'model-b',
-    max_tokens: 16,
-    stream: true,
-    messages: [{ role: 'user', content: 'soak' }],
-  });
-  await Promise.all(
-    Array.from({ length: 200 }, async () => {
-      while (Date.now() < stopAt) await oneStream(pool, target, body, stats).catch(() => {});
-    }),
-  );
-  clearInterval(sampler);
-  samples.push(residentMiB(target.pid!));
-  await pool.close();
-  return { samples };
-}
-
 function writeReport(
   rows: Row[],
   ratios: { bare: number[]; peer: number[] },
   held: Held,
-  soak: { samples: number[] } | undefined,
   micro: MicroResult[],
   streamLines: string[],
 ): void {
@@ -668,9 +922,6 @@ function writeReport(
     `- Completed: ${held.completed} of ${held.streams}; errors or non-200: ${held.non200}`,
     `- Resident memory: ${held.baselineMiB.toFixed(0)} MiB before, ${held.peakMiB.toFixed(0)} MiB at the peak (target < 300 MB)`,
     `- Longest gap between chunks: ${held.maxGapMs.toFixed(0)} ms (mock pace 50 ms); gaps over 500 ms (stalls): ${held.stalls}`,
-    ...(soak
-      ? ['', `Soak: resident MiB every 10 s: ${soak.samples.map((s) => s.toFixed(0)).join(', ')}`]
-      : ['', 'Soak: not run this time (`npm run bench -- --soak=600`).']),
     '',
     '## Settlement, holds and admission',
     '',

@@ -50,8 +50,8 @@ export interface Db {
    */
   readNow?<T = Row>(sql: string, params?: readonly SqlParam[]): T | undefined;
   /**
-   * In-process engines only: a counter that moves whenever data may have changed (any statement but
-   * `readNow`, any transaction's end), so a value read with `readNow` can be reused while it stands still.
+   * In-process engines only: a counter that moves whenever data changed (a statement or a transaction that
+   * changed a row), so a value read with `readNow` can be reused while it stands still.
    */
   readonly writes?: number;
   /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */

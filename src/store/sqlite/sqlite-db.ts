@@ -63,6 +63,7 @@ class SqliteDb implements Db {
   /** Resolves when the open transaction (if any) ends; statements outside it wait for it. */
   #txDone: Promise<void> | undefined;
   #writes = 0;
+  #totalChanges: StatementSync | undefined;
 
   readonly #checkpointer: Worker | undefined;
 
@@ -106,24 +107,61 @@ class SqliteDb implements Db {
 
   async all<T>(sql: string, params: readonly SqlParam[] = []): Promise<T[]> {
     while (this.#txDone) await this.#txDone;
-    this.#writes++;
-    return this.allNow<T>(sql, params);
+    const changes = this.#changes();
+    try {
+      return this.allNow<T>(sql, params);
+    } finally {
+      this.#countChanges(changes);
+    }
   }
 
   async get<T>(sql: string, params: readonly SqlParam[] = []): Promise<T | undefined> {
     while (this.#txDone) await this.#txDone;
-    this.#writes++;
-    return this.getNow<T>(sql, params);
+    const changes = this.#changes();
+    try {
+      return this.getNow<T>(sql, params);
+    } finally {
+      this.#countChanges(changes);
+    }
   }
 
   async run(sql: string, params: readonly SqlParam[] = []): Promise<number> {
     while (this.#txDone) await this.#txDone;
-    this.#writes++;
-    return this.runNow(sql, params);
+    const changes = this.#changes();
+    try {
+      return this.runNow(sql, params);
+    } finally {
+      this.#countChanges(changes);
+    }
+  }
+
+  /**
+   * Rows changed on this connection since it opened: SQLite's total_changes(), which counts every row an
+   * INSERT, UPDATE or DELETE changed, triggers' included (it never goes down, even on a rollback).
+   */
+  #changes(): number {
+    this.#totalChanges ??= this.#database.prepare('SELECT total_changes() AS n');
+    return Number((this.#totalChanges.get() as { n: number | bigint }).n);
+  }
+
+  /**
+   * `writes` moves only if something changed since `before`: a queue poll or a lease check that changed no row
+   * (the webhook dispatcher polls every second) leaves the hold book's remembered balances valid, so a caller's
+   * next request does not read its balance again before it goes upstream.
+   */
+  #countChanges(before: number): void {
+    let now = NaN;
+    try {
+      now = this.#changes();
+    } catch {
+      // Unknown (the connection closed meanwhile): counted as a change.
+    }
+    if (now !== before) this.#writes++;
   }
 
   async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
     while (this.#txDone) await this.#txDone;
+    const changes = this.#changes();
     // Begin before claiming the connection: a BEGIN that throws (busy, closed) must leave nothing claimed.
     this.#database.exec('BEGIN IMMEDIATE');
     let finish!: () => void;
@@ -136,8 +174,9 @@ class SqliteDb implements Db {
       if (this.#database.isTransaction) this.#database.exec('ROLLBACK');
       throw error;
     } finally {
-      // What was read inside the transaction (its own uncommitted writes) is stale once it ends either way.
-      this.#writes++;
+      // What was read inside the transaction (its own uncommitted writes) is stale once it ends either way;
+      // a transaction that changed no row read only what was committed.
+      this.#countChanges(changes);
       this.#txDone = undefined;
       finish();
     }

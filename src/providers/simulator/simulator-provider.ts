@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decode, encode } from 'gpt-tokenizer';
 import { countPromptTokens, countTextTokens } from '../../gateway/count-tokens.ts';
@@ -98,7 +98,7 @@ export function createSimulatorProvider(options: {
       }
       yield batch;
     },
-    passThrough: (call) => passThrough(plan(call, options).map(asRaw), call.signal),
+    passThrough: (call) => passThrough(rawSteps(plan(call, options)), call.signal),
     async close() {},
   };
 }
@@ -171,44 +171,64 @@ function plan(call: ProviderCall, options: { chunkIntervalMs: number; firstToken
 }
 
 const RAW_END_OF_CONTENT = '},"finish_reason":null}]}';
+const RAW_CONTENT_KEY = '"content":';
+const RAW_ROLE = '"role":"assistant",';
 
 /**
- * A text chunk (one choice, a role and a content string, or none and a finish reason) as the bytes its JSON is,
- * the way an upstream's would arrive on the fast path: written with its parts located, so the front door copies
- * them rather than encoding an object per chunk. Anything else (tool calls, logprobs, the usage) stays parsed.
+ * The fast path's chunks: each text chunk (one choice, a role and a content string, or none and a finish reason) as
+ * the bytes its JSON is, the way an upstream's would arrive, written with its parts located so that the front door
+ * copies them rather than encoding an object per chunk. Anything else (tool calls, logprobs, the usage) stays
+ * parsed. A stream's chunks share their id, creation time and model, so the JSON up to the delta is made once.
  */
-function asRaw(step: Step): Step<PassChunk> {
-  const { chunk } = step;
-  const choice = chunk.choices[0];
-  if (chunk.choices.length !== 1 || 'usage' in chunk || choice === undefined || 'logprobs' in choice)
-    return step;
-  const { delta, finish_reason: finish } = choice;
-  const keys = Object.keys(delta);
-  const text = keys.length === 0 && finish !== null;
-  const content =
-    typeof delta.content === 'string' &&
-    finish === null &&
-    (keys.length === 1 || (keys.length === 2 && delta.role === 'assistant' && keys[0] === 'role'));
-  if (!text && !content) return step;
-  // The same JSON as JSON.stringify(chunk): the key order is the object's.
-  const head = `{"id":${JSON.stringify(chunk.id)},"object":"chat.completion.chunk","created":${chunk.created},"model":`;
-  const model = JSON.stringify(chunk.model);
-  const json = text
-    ? `${head}${model},"choices":[{"index":0,"delta":{},"finish_reason":${JSON.stringify(finish)}}]}`
-    : `${head}${model},"choices":[{"index":0,"delta":{${delta.role ? '"role":"assistant",' : ''}"content":${JSON.stringify(delta.content)}${RAW_END_OF_CONTENT}`;
-  const bytes = Buffer.from(json);
-  const modelStart = Buffer.byteLength(head);
-  const modelEnd = modelStart + Buffer.byteLength(model);
-  if (text)
-    return { chunk: new RawChunk(bytes, modelStart, modelEnd, -1, -1, -1, -1, false), afterMs: step.afterMs };
-  const textEnd = bytes.length - RAW_END_OF_CONTENT.length - 1;
-  const textStart = bytes.indexOf('"content":"', modelEnd) + 11;
-  const backslash = bytes.indexOf(0x5c, textStart);
-  const escaped = backslash !== -1 && backslash < textEnd;
-  return {
-    chunk: new RawChunk(bytes, modelStart, modelEnd, -1, -1, textStart, textEnd, escaped),
-    afterMs: step.afterMs,
-  };
+function rawSteps(steps: Step[]): Step<PassChunk>[] {
+  let id: string | undefined;
+  let prefix = '';
+  let prefixBytes = 0;
+  let modelStart = 0;
+  let modelEnd = 0;
+  const out: Step<PassChunk>[] = new Array(steps.length);
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i]!;
+    const { chunk } = step;
+    const choice = chunk.choices[0];
+    if (chunk.choices.length !== 1 || 'usage' in chunk || choice === undefined || 'logprobs' in choice) {
+      out[i] = step;
+      continue;
+    }
+    const { delta, finish_reason: finish } = choice;
+    const keys = Object.keys(delta);
+    const ends = keys.length === 0 && finish !== null;
+    const role = delta.role === 'assistant' && keys.length === 2 && keys[0] === 'role';
+    const content = typeof delta.content === 'string' && finish === null && (keys.length === 1 || role);
+    if (!ends && !content) {
+      out[i] = step;
+      continue;
+    }
+    if (chunk.id !== id) {
+      // The same JSON as JSON.stringify(chunk): the key order is the object's.
+      id = chunk.id;
+      const head = `{"id":${JSON.stringify(chunk.id)},"object":"chat.completion.chunk","created":${chunk.created},"model":`;
+      const model = JSON.stringify(chunk.model);
+      prefix = `${head}${model},"choices":[{"index":0,"delta":{`;
+      prefixBytes = Buffer.byteLength(prefix);
+      modelStart = Buffer.byteLength(head);
+      modelEnd = modelStart + Buffer.byteLength(model);
+    }
+    if (ends) {
+      const bytes = Buffer.from(`${prefix}},"finish_reason":${JSON.stringify(finish)}}]}`);
+      out[i] = { chunk: new RawChunk(bytes, modelStart, modelEnd, -1, -1, -1, -1, false), afterMs: step.afterMs };
+      continue;
+    }
+    const text = JSON.stringify(delta.content);
+    const bytes = Buffer.from(`${prefix}${role ? RAW_ROLE : ''}${RAW_CONTENT_KEY}${text}${RAW_END_OF_CONTENT}`);
+    const textStart = prefixBytes + (role ? RAW_ROLE.length : 0) + RAW_CONTENT_KEY.length + 1;
+    const textEnd = bytes.length - RAW_END_OF_CONTENT.length - 1;
+    out[i] = {
+      chunk: new RawChunk(bytes, modelStart, modelEnd, -1, -1, textStart, textEnd, text.includes('\\')),
+      afterMs: step.afterMs,
+    };
+  }
+  return out;
 }
 
 /**
@@ -283,13 +303,12 @@ async function pause(ms: number, signal: AbortSignal): Promise<void> {
   }
 }
 
+/** The request's SHA-256 (model, seed, each message's role and content): one string, hashed in one call. */
 function digest(request: ChatRequest): Buffer {
-  const hash = createHash('sha256');
-  hash.update(request.model);
   const seed = request.body['seed'];
-  if (typeof seed === 'number') hash.update(`\u0001${seed}`);
-  for (const message of request.messages) hash.update(`\u0000${message.role}\u0000${message.content ?? ''}`);
-  return hash.digest();
+  let text = typeof seed === 'number' ? `${request.model}\u0001${seed}` : request.model;
+  for (const message of request.messages) text += `\u0000${message.role}\u0000${message.content ?? ''}`;
+  return hash('sha256', text, 'buffer');
 }
 
 /** The deterministic answer: a tool call when tools are offered and not yet used (or forced), else text or JSON. */

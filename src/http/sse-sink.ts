@@ -13,11 +13,6 @@ export function createSseSink(response: ServerResponse, baseHeaders: Record<stri
   const listeners: (() => void)[] = [];
   let closed = false;
   let ended = false;
-  let corked = false;
-  const uncork = (): void => {
-    corked = false;
-    if (!ended) response.uncork();
-  };
   response.on('close', () => {
     if (response.writableFinished) return;
     closed = true;
@@ -37,16 +32,7 @@ export function createSseSink(response: ServerResponse, baseHeaders: Record<stri
     },
     write(data) {
       // A write after the end would be an 'error' event on the response: it is never made.
-      if (closed || ended) return true;
-      // What is written in one turn of the microtask queue leaves in one system call, once that turn is over (or
-      // with the end of the body): a whole answer that came in one upstream read goes out with its end in one
-      // write, not two. Nothing waits for anything that has not arrived: the next tick comes before any I/O.
-      if (!corked) {
-        corked = true;
-        response.cork();
-        process.nextTick(uncork);
-      }
-      return response.write(data);
+      return closed || ended ? true : response.write(data);
     },
     drain(timeoutMs) {
       if (closed || ended) return Promise.resolve();

@@ -186,7 +186,7 @@ function rawSteps(steps: Step[]): Step<PassChunk>[] {
   let prefixBytes = 0;
   let modelStart = 0;
   let modelEnd = 0;
-  const out: Step<PassChunk>[] = new Array(steps.length);
+  const out = new Array<Step<PassChunk>>(steps.length);
   for (let i = 0; i < steps.length; i++) {
     const step = steps[i]!;
     const { chunk } = step;

@@ -5,21 +5,12 @@
 // and prints the bytes allocated per request by package or source file and by function. Allocation does not
 // depend on the machine's load, so two builds compare on a busy machine where CPU time cannot.
 import { rmSync } from 'node:fs';
-import { CHAT_BODY, closedLoop } from './lib/load.ts';
+import { closedLoop } from './lib/load.ts';
+import { option, profiledBody } from './lib/options.ts';
 import { startMock } from './lib/mock.ts';
 import { startTollgate } from './lib/tollgate.ts';
 
-const option = (name: string): string | undefined =>
-  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const BODY = process.argv.includes('--stream')
-  ? {
-      ...CHAT_BODY,
-      model: option('model') ?? CHAT_BODY.model,
-      stream: true,
-      mock_chunks: Number(option('chunks') ?? 20),
-      mock_interval_ms: 0,
-    }
-  : { ...CHAT_BODY, model: option('model') ?? CHAT_BODY.model };
+const BODY = profiledBody();
 const CONNECTIONS = Number(option('connections') ?? 50);
 const ROOT = new URL('..', import.meta.url).pathname;
 

@@ -8,7 +8,8 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHAT_BODY, closedLoop } from './lib/load.ts';
+import { closedLoop } from './lib/load.ts';
+import { option, profiledBody } from './lib/options.ts';
 import { startMock } from './lib/mock.ts';
 import { CAN_PIN, cpuSeconds } from './lib/processes.ts';
 import { startTollgate } from './lib/tollgate.ts';
@@ -16,17 +17,7 @@ import { startTollgate } from './lib/tollgate.ts';
 const ROOT = new URL('..', import.meta.url).pathname;
 const OUT = join(ROOT, 'bench/profiles');
 const SECONDS = Number(process.argv.find((a) => a.startsWith('--seconds='))?.slice(10) ?? 10);
-const option = (name: string): string | undefined =>
-  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const BODY = process.argv.includes('--stream')
-  ? {
-      ...CHAT_BODY,
-      model: option('model') ?? CHAT_BODY.model,
-      stream: true,
-      mock_chunks: Number(option('chunks') ?? 20),
-      mock_interval_ms: 0,
-    }
-  : CHAT_BODY;
+const BODY = profiledBody();
 const CONNECTIONS = Number(option('connections') ?? 16);
 
 interface ProfileNode {

@@ -2,8 +2,9 @@
 // the mock, `--chunks=N`, `--model=model-s` for the simulator, `--connections=N`, default 50; `--baseline=DIR` for
 // another checkout measured the same way after this one). Starts the mock upstream and Tollgate with the inspector,
 // drives closed-loop connections while V8's sampling heap profiler records every allocation, collected or not,
-// and prints the bytes allocated per request by package or source file and by function. Allocation does not
-// depend on the machine's load, so two builds compare on a busy machine where CPU time cannot.
+// and prints the bytes allocated per request by package or source file and by function. Allocation depends on the
+// machine's load far less than CPU time (only through how reads batch), so two builds compare on a busy machine
+// where CPU time cannot: compare a file's own figure rather than the total.
 import { rmSync } from 'node:fs';
 import { closedLoop } from './lib/load.ts';
 import { option, profiledBody } from './lib/options.ts';

@@ -7,7 +7,7 @@
 // in bench/profiles/ (open it in Chrome DevTools or speedscope for a flame graph).
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { CHAT_BODY } from './lib/load.ts';
+import { option, profiledBody } from './lib/options.ts';
 import { startMock } from './lib/mock.ts';
 import { CAN_PIN } from './lib/processes.ts';
 import { profileTollgate, type Share } from './lib/profile.ts';
@@ -15,17 +15,7 @@ import { profileTollgate, type Share } from './lib/profile.ts';
 const ROOT = new URL('..', import.meta.url).pathname;
 const OUT = join(ROOT, 'bench/profiles');
 const SECONDS = Number(process.argv.find((a) => a.startsWith('--seconds='))?.slice(10) ?? 10);
-const option = (name: string): string | undefined =>
-  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const BODY = process.argv.includes('--stream')
-  ? {
-      ...CHAT_BODY,
-      model: option('model') ?? CHAT_BODY.model,
-      stream: true,
-      mock_chunks: Number(option('chunks') ?? 20),
-      mock_interval_ms: 0,
-    }
-  : CHAT_BODY;
+const BODY = profiledBody();
 const CONNECTIONS = Number(option('connections') ?? 16);
 
 function print(title: string, rows: Share[], count: number): void {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decode, encode } from 'gpt-tokenizer';
 import { countPromptTokens, countTextTokens } from '../../gateway/count-tokens.ts';
@@ -98,7 +98,7 @@ export function createSimulatorProvider(options: {
       }
       yield batch;
     },
-    passThrough: (call) => passThrough(plan(call, options).map(asRaw), call.signal),
+    passThrough: (call) => passThrough(plan(call, options, true), call.signal),
     async close() {},
   };
 }
@@ -109,8 +109,15 @@ interface Step<Chunk extends PassChunk = ChatChunk> {
   afterMs: number;
 }
 
+interface PlanOptions {
+  chunkIntervalMs: number;
+  firstTokenMs: number;
+}
+
 /** The chunks the simulator streams for `call`, in order, with their pace: the answer is known in advance. */
-function plan(call: ProviderCall, options: { chunkIntervalMs: number; firstTokenMs: number }): Step[] {
+function plan(call: ProviderCall, options: PlanOptions): Step[];
+function plan(call: ProviderCall, options: PlanOptions, raw: true): Step<PassChunk>[];
+function plan(call: ProviderCall, options: PlanOptions, raw = false): Step<PassChunk>[] {
   const answer = compose(call.request);
   const promptTokens = countPromptTokens(call.request.messages, call.request.tools);
   const base = {
@@ -126,8 +133,10 @@ function plan(call: ProviderCall, options: { chunkIntervalMs: number; firstToken
     ...base,
     choices: [{ index: 0, delta, finish_reason: finish }],
   });
-  const steps: Step[] = [];
-  const add = (next: ChatChunk, afterMs: number): number => steps.push({ chunk: next, afterMs });
+  // The fast path's text chunks are bytes (rawChunks); tool calls, logprobs and the usage stay objects.
+  const bytes = raw ? rawChunks(base) : undefined;
+  const steps: Step<PassChunk>[] = [];
+  const add = (next: PassChunk, afterMs: number): number => steps.push({ chunk: next, afterMs });
   if (answer.toolCall) {
     const { id, function: fn } = answer.toolCall;
     add(
@@ -149,12 +158,17 @@ function plan(call: ProviderCall, options: { chunkIntervalMs: number; firstToken
       ? (answer.text.match(/[^]{1,12}/g) ?? [''])
       : answer.text.split(/(?= )/);
     for (const [index, piece] of pieces.entries()) {
+      const afterMs = index === 0 ? options.firstTokenMs : options.chunkIntervalMs;
+      if (bytes !== undefined && !logprobs) {
+        add(bytes.content(piece, index === 0), afterMs);
+        continue;
+      }
       const next = chunk(index === 0 ? { role: 'assistant', content: piece } : { content: piece });
       if (logprobs) next.choices[0]!.logprobs = logprobsOf(piece, call.request);
-      add(next, index === 0 ? options.firstTokenMs : options.chunkIntervalMs);
+      add(next, afterMs);
     }
   }
-  add(chunk({}, answer.finishReason), 0);
+  add(bytes?.finish(answer.finishReason) ?? chunk({}, answer.finishReason), 0);
   add(
     {
       ...base,
@@ -171,43 +185,39 @@ function plan(call: ProviderCall, options: { chunkIntervalMs: number; firstToken
 }
 
 const RAW_END_OF_CONTENT = '},"finish_reason":null}]}';
+const RAW_CONTENT_KEY = '"content":';
+const RAW_ROLE = '"role":"assistant",';
 
 /**
- * A text chunk (one choice, a role and a content string, or none and a finish reason) as the bytes its JSON is,
- * the way an upstream's would arrive on the fast path: written with its parts located, so the front door copies
- * them rather than encoding an object per chunk. Anything else (tool calls, logprobs, the usage) stays parsed.
+ * The fast path's text chunks (a content string, with the role on the first, or the finish reason) as the bytes
+ * their JSON is, the way an upstream's would arrive, with model and content located, so that the front door copies
+ * them rather than encoding an object per chunk. A stream's chunks share id, creation time and model: the JSON up
+ * to the delta is made once per stream. The same JSON as JSON.stringify of the canonical chunk (its key order).
  */
-function asRaw(step: Step): Step<PassChunk> {
-  const { chunk } = step;
-  const choice = chunk.choices[0];
-  if (chunk.choices.length !== 1 || 'usage' in chunk || choice === undefined || 'logprobs' in choice)
-    return step;
-  const { delta, finish_reason: finish } = choice;
-  const keys = Object.keys(delta);
-  const text = keys.length === 0 && finish !== null;
-  const content =
-    typeof delta.content === 'string' &&
-    finish === null &&
-    (keys.length === 1 || (keys.length === 2 && delta.role === 'assistant' && keys[0] === 'role'));
-  if (!text && !content) return step;
-  // The same JSON as JSON.stringify(chunk): the key order is the object's.
-  const head = `{"id":${JSON.stringify(chunk.id)},"object":"chat.completion.chunk","created":${chunk.created},"model":`;
-  const model = JSON.stringify(chunk.model);
-  const json = text
-    ? `${head}${model},"choices":[{"index":0,"delta":{},"finish_reason":${JSON.stringify(finish)}}]}`
-    : `${head}${model},"choices":[{"index":0,"delta":{${delta.role ? '"role":"assistant",' : ''}"content":${JSON.stringify(delta.content)}${RAW_END_OF_CONTENT}`;
-  const bytes = Buffer.from(json);
+function rawChunks(base: Pick<ChatChunk, 'id' | 'created' | 'model'>): {
+  content(text: string, first: boolean): RawChunk;
+  finish(reason: FinishReason): RawChunk;
+} {
+  const head = `{"id":${JSON.stringify(base.id)},"object":"chat.completion.chunk","created":${base.created},"model":`;
+  const model = JSON.stringify(base.model);
+  const prefix = `${head}${model},"choices":[{"index":0,"delta":{`;
+  const prefixBytes = Buffer.byteLength(prefix);
   const modelStart = Buffer.byteLength(head);
   const modelEnd = modelStart + Buffer.byteLength(model);
-  if (text)
-    return { chunk: new RawChunk(bytes, modelStart, modelEnd, -1, -1, -1, -1, false), afterMs: step.afterMs };
-  const textEnd = bytes.length - RAW_END_OF_CONTENT.length - 1;
-  const textStart = bytes.indexOf('"content":"', modelEnd) + 11;
-  const backslash = bytes.indexOf(0x5c, textStart);
-  const escaped = backslash !== -1 && backslash < textEnd;
   return {
-    chunk: new RawChunk(bytes, modelStart, modelEnd, -1, -1, textStart, textEnd, escaped),
-    afterMs: step.afterMs,
+    content(text, first) {
+      const quoted = JSON.stringify(text);
+      const bytes = Buffer.from(
+        `${prefix}${first ? RAW_ROLE : ''}${RAW_CONTENT_KEY}${quoted}${RAW_END_OF_CONTENT}`,
+      );
+      const textStart = prefixBytes + (first ? RAW_ROLE.length : 0) + RAW_CONTENT_KEY.length + 1;
+      const textEnd = bytes.length - RAW_END_OF_CONTENT.length - 1;
+      return new RawChunk(bytes, modelStart, modelEnd, -1, -1, textStart, textEnd, quoted.includes('\\'));
+    },
+    finish(reason) {
+      const bytes = Buffer.from(`${prefix}},"finish_reason":${JSON.stringify(reason)}}]}`);
+      return new RawChunk(bytes, modelStart, modelEnd, -1, -1, -1, -1, false);
+    },
   };
 }
 
@@ -283,13 +293,12 @@ async function pause(ms: number, signal: AbortSignal): Promise<void> {
   }
 }
 
+/** The request's SHA-256 (model, seed, each message's role and content): one string, hashed in one call. */
 function digest(request: ChatRequest): Buffer {
-  const hash = createHash('sha256');
-  hash.update(request.model);
   const seed = request.body['seed'];
-  if (typeof seed === 'number') hash.update(`\u0001${seed}`);
-  for (const message of request.messages) hash.update(`\u0000${message.role}\u0000${message.content ?? ''}`);
-  return hash.digest();
+  let text = typeof seed === 'number' ? `${request.model}\u0001${seed}` : request.model;
+  for (const message of request.messages) text += `\u0000${message.role}\u0000${message.content ?? ''}`;
+  return hash('sha256', text, 'buffer');
 }
 
 /** The deterministic answer: a tool call when tools are offered and not yet used (or forced), else text or JSON. */

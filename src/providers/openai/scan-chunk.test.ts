@@ -157,7 +157,10 @@ describe('ChunkScanner (a stream’s chunks checked against the last fully scann
     }
   };
   const content = (value: unknown, extra: Record<string, unknown> = {}): string =>
-    chunk({ choices: [{ index: 0, delta: { content: value }, logprobs: null, finish_reason: null }], ...extra });
+    chunk({
+      choices: [{ index: 0, delta: { content: value }, logprobs: null, finish_reason: null }],
+      ...extra,
+    });
 
   it('reads the chunks after the first as the full scan does: other content, escapes, multi-byte text', () => {
     agrees([
@@ -221,6 +224,13 @@ describe('ChunkScanner (a stream’s chunks checked against the last fully scann
   it('agrees with the full scan on every one-byte change of a chunk after its template', () => {
     const template = content('abc', { usage: null, system_fingerprint: 'fp' });
     const bytes = Buffer.from(template);
+    // The bytes between the quotes of each string value (not of keys): a change there that is still JSON is a
+    // chunk of the template's shape, matched without a full scan; a change anywhere else is another shape.
+    const inString = (at: number): boolean =>
+      ['c1', 'chat.completion.chunk', 'up-model', 'abc', 'fp'].some((value) => {
+        const start = template.indexOf(`:"${value}"`) + 2;
+        return at >= start && at < start + value.length;
+      });
     const replacements = [0x22, 0x5c, 0x2c, 0x3a, 0x7b, 0x7d, 0x5b, 0x5d, 0x20, 0x61, 0x30, 0x00, 0xc3, 0x75];
     for (let at = 0; at < bytes.length; at++)
       for (const byte of replacements) {
@@ -228,11 +238,113 @@ describe('ChunkScanner (a stream’s chunks checked against the last fully scann
         changed[at] = byte;
         const scanner = new ChunkScanner();
         scanner.scan(bytes);
-        assert.deepEqual(
-          found(scanner.scan(changed)),
-          found(scanChunk(changed)),
-          `${at}: ${changed.toString()}`,
-        );
+        const expected = scanChunk(changed);
+        assert.deepEqual(found(scanner.scan(changed)), found(expected), `${at}: ${changed.toString()}`);
+        const sameShape = byte === bytes[at] || (inString(at) && expected !== undefined);
+        assert.equal(scanner.fullScans, sameShape ? 1 : 2, `${at}: ${changed.toString()}`);
       }
+  });
+
+  it('reads a stream of one shape with one full scan: the chunks after the first cost a byte comparison', () => {
+    const scanner = new ChunkScanner();
+    const chunks = [
+      content('', { usage: null }),
+      content('hello', { usage: null }),
+      content(' a much longer piece of content than the first', { usage: null, id: 'another-id' }),
+      content('a\n"b"\\ é😀\u0001', { usage: null }),
+      content('\ud83d', { usage: null, model: 'a-model-with-a-longer-name' }),
+      content('', { usage: null, id: '', model: '' }),
+    ];
+    for (const text of chunks) {
+      const bytes = Buffer.from(text);
+      assert.deepEqual(found(scanner.scan(bytes)), found(scanChunk(bytes)), text);
+    }
+    assert.equal(scanner.fullScans, 1);
+  });
+
+  it('matches string values anywhere: in arrays, nested objects, before and after usage', () => {
+    const shaped = (token: string, tags: string[], fp: string, text: string): string =>
+      JSON.stringify({
+        tags,
+        id: 'c',
+        usage: null,
+        model: 'm',
+        choices: [
+          {
+            index: 0,
+            delta: { role: 'assistant', content: text },
+            logprobs: { content: [{ token, logprob: -0.5, top_logprobs: [] }] },
+            finish_reason: null,
+          },
+        ],
+        system_fingerprint: fp,
+      });
+    const scanner = new ChunkScanner();
+    for (const text of [
+      shaped('a', ['x', 'y'], 'fp', 'a'),
+      shaped('longer token', ['', 'a much longer tag'], '', 'b'),
+      shaped('\u00e9', ['\n', '"'], 'fp-2', 'a much longer content'),
+      shaped('', ['x', 'y'], 'fp', ''),
+    ]) {
+      const bytes = Buffer.from(text);
+      const raw = scanner.scan(bytes)!;
+      assert.deepEqual(found(raw), found(scanChunk(bytes)), text);
+      assert.equal(modelOf(raw), '"m"');
+      assert.equal(
+        raw.text,
+        (JSON.parse(text) as { choices: [{ delta: { content: string } }] }).choices[0].delta.content,
+      );
+      const cut = Buffer.concat([raw.bytes.subarray(0, raw.usageStart), raw.bytes.subarray(raw.usageEnd)]);
+      assert.deepEqual(JSON.parse(cut.toString()), stripUsage(text));
+    }
+    assert.equal(scanner.fullScans, 1);
+  });
+
+  it('scans in full a chunk of another shape, which becomes the template; a refused chunk does not', () => {
+    const scanner = new ChunkScanner();
+    const steps: [string, number][] = [
+      [content('a'), 1],
+      [content('b'), 1],
+      [content('b').replace('"created":1', '"created":2'), 2], // a number differs: another shape
+      [content('c').replace('"created":1', '"created":2'), 2],
+      [content('d'), 3],
+      [content('d').slice(0, -1), 4], // not JSON: scanned in full, refused, and the template stays
+      [content(7), 5], // refused by the full scan (content is a number): the template stays
+      [content('e'), 5],
+      [content(null), 6], // another shape, passed: the new template
+      [content(null), 6],
+      [content('f'), 7],
+    ];
+    for (const [text, fullScans] of steps) {
+      const bytes = Buffer.from(text);
+      assert.deepEqual(found(scanner.scan(bytes)), found(scanChunk(bytes)), text);
+      assert.equal(scanner.fullScans, fullScans, text);
+    }
+  });
+
+  it('makes no template of a chunk of several choices or of more string values than it keeps', () => {
+    const twoChoices = (a: string, b: string): string =>
+      chunk({
+        choices: [
+          { index: 0, delta: { content: a } },
+          { index: 1, delta: { content: b } },
+        ],
+      });
+    const manyStrings = (text: string, count: number): string =>
+      content(text, { tags: Array.from({ length: count }, (_, i) => `t${i}`) });
+    for (const [make, scans] of [
+      [(text: string) => twoChoices(text, 'x'), 3],
+      [(text: string) => manyStrings(text, 60), 1], // 64 string values with the chunk's own four
+      [(text: string) => manyStrings(text, 61), 3],
+    ] as const) {
+      const scanner = new ChunkScanner();
+      for (const text of ['a', 'b', 'c']) {
+        const bytes = Buffer.from(make(text));
+        const raw = scanner.scan(bytes)!;
+        assert.deepEqual(found(raw), found(scanChunk(bytes)));
+        assert.equal(raw.text.startsWith(text), true);
+      }
+      assert.equal(scanner.fullScans, scans, make('a'));
+    }
   });
 });

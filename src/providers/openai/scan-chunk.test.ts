@@ -121,6 +121,94 @@ describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
     assert.equal(raw.text, '');
   });
 
+  it('passes keys that only look like the ones that matter, and those keys anywhere but where they matter', () => {
+    const text = chunk({
+      modelx: 'n',
+      mode: 'n',
+      usages: { total_tokens: 1 },
+      usag: 1,
+      errors: {},
+      erro: 1,
+      choices: [
+        {
+          index: 0,
+          deltas: { tool_calls: [] },
+          delt: { content: 5 },
+          delta: { contents: 5, conten: {}, content: 'hi', tool_call: 1, tool_calls_x: 1, function_calls: 2 },
+        },
+      ],
+      choicesx: 5,
+      delta: { tool_calls: [], content: 5 },
+      meta: {
+        model: 7,
+        usage: { total_tokens: 1 },
+        error: { message: 'no' },
+        choices: [{ delta: { tool_calls: [], content: 5 } }],
+        kXy: { modXl: 1 },
+      },
+      logprobs: [{ delta: { content: 5, function_call: {} } }],
+    })
+      .replace('"kXy"', '"k\\u0065y"')
+      .replace('"modXl"', '"mod\\u0065l"');
+    const raw = scan(text)!;
+    assert.ok(raw, text);
+    assert.equal(modelOf(raw), '"up-model"');
+    assert.equal(raw.text, 'hi');
+    assert.equal(raw.usageStart, -1);
+  });
+
+  it('leaves to a parse: a key that matters twice, choices that are not objects, escaped keys where keys matter', () => {
+    for (const text of [
+      '{"model":"a","usage":null,"usage":null,"choices":[{"delta":{}}]}',
+      '{"model":"a","choices":[{"delta":{}}],"choices":[{"delta":{}}]}',
+      '{"model":"a","choices":[{"delta":{"content":"x"},"delta":{"content":"y"}}]}',
+      '{"model":"a","choices":[{"delta":{}},1]}',
+      '{"model":"a","choices":[null]}',
+      '{"model":"a","choices":["x"]}',
+      '{"model":"a","choices":[[]]}',
+      '{"model":"a","error":null,"choices":[{"delta":{}}]}',
+      '{"model":"a","us\u0061ge":{"total_tokens":1},"choices":[{"delta":{}}]}',
+      '{"model":"a","choices":[{"d\u0065lta":{"tool_calls":[]}}]}',
+      '{"model":"a","choices":[{"delta":{"cont\u0065nt":5}}]}',
+      '{"model":"a","choices":{"0":{"delta":{}}}}',
+    ])
+      assert.equal(scan(text), undefined, text);
+  });
+
+  it('nests up to 32 deep, objects or arrays, and no deeper', () => {
+    const head = '{"model":"m","choices":[{"delta":{}}],"x":';
+    for (const [open, close] of [
+      ['[', ']'],
+      ['{"a":', '}'],
+    ]) {
+      const nested = (depth: number): string =>
+        `${head}${open.repeat(depth - 1)}1${close.repeat(depth - 1)}}`;
+      // the top-level object is the first level
+      assert.equal(modelOf(scan(nested(32))!), '"m"');
+      assert.equal(scan(nested(33)), undefined);
+      JSON.parse(nested(33));
+    }
+    const deepChoice = `{"model":"m","choices":[{"delta":{"content":"a"},"x":${'['.repeat(28)}${']'.repeat(28)}}]}`;
+    assert.equal(scan(deepChoice)!.text, 'a');
+    assert.equal(scan(deepChoice.replace('[', '[[').replace(']', ']]')), undefined);
+  });
+
+  it('checks each \\u escape for four hex digits, both cases, and refuses a lone byte that is not UTF-8', () => {
+    const withContent = (json: string): string => `{"model":"m","choices":[{"delta":{"content":"${json}"}}]}`;
+    assert.equal(scan(withContent('\\u0009\\u09AF\\uafAF\\u0f0F'))!.text, '\u0009\u09af\uafaf\u0f0f');
+    for (const bad of ['/', ':', '@', 'G', '`', 'g', '"'])
+      for (const at of [0, 1, 2, 3]) {
+        const hex = `${'0'.repeat(at)}${bad}${'0'.repeat(3 - at)}`;
+        assert.equal(scan(withContent(`\\u${hex}`)), undefined, hex);
+      }
+    assert.equal(scan(withContent('\\u00')), undefined);
+    for (const lone of [0x80, 0xbf, 0xc3, 0xff]) {
+      const bytes = Buffer.from(withContent('a_b'));
+      bytes[bytes.indexOf('_')] = lone;
+      assert.equal(scan(bytes), undefined, String(lone));
+    }
+  });
+
   it('meters every choice', () => {
     const raw = scan(
       chunk({
@@ -131,6 +219,27 @@ describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
       }),
     )!;
     assert.equal(raw.text, 'ab');
+  });
+
+  it('meters every choice: escaped or not, null or absent content, in order', () => {
+    const raw = scan(
+      chunk({
+        choices: [
+          { index: 0, delta: { content: 'a\n' } },
+          { index: 1, delta: { content: null } },
+          { index: 2, delta: { role: 'assistant' } },
+          { index: 3, delta: { content: 'b' } },
+          { index: 4 },
+          { index: 5, delta: { content: '"c"' } },
+          { index: 6, delta: { content: '' } },
+        ],
+      }),
+    )!;
+    assert.equal(raw.text, 'a\nb"c"');
+    assert.equal(
+      scan(chunk({ choices: [{ delta: { content: 'x' } }, { delta: { content: 'y\\' } }] }))!.text,
+      'xy\\',
+    );
   });
 });
 

@@ -180,7 +180,7 @@ describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
     for (const [open, close] of [
       ['[', ']'],
       ['{"a":', '}'],
-    ]) {
+    ] as const) {
       const nested = (depth: number): string =>
         `${head}${open.repeat(depth - 1)}1${close.repeat(depth - 1)}}`;
       // the top-level object is the first level

@@ -161,6 +161,7 @@ describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
     for (const text of [
       '{"model":"a","usage":null,"usage":null,"choices":[{"delta":{}}]}',
       '{"model":"a","choices":[{"delta":{}}],"choices":[{"delta":{}}]}',
+      '{"model":"a","choices":"x","choices":[{"delta":{}}]}',
       '{"model":"a","choices":[{"delta":{"content":"x"},"delta":{"content":"y"}}]}',
       '{"model":"a","choices":[{"delta":{}},1]}',
       '{"model":"a","choices":[null]}',
@@ -209,6 +210,70 @@ describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
     }
   });
 
+  it('reads every escape JSON has, and refuses every other', () => {
+    const withContent = (json: string): string => `{"model":"m","choices":[{"delta":{"content":"${json}"}}]}`;
+    const all = '\\"\\\\\\/\\b\\f\\n\\r\\t\\u0041';
+    assert.equal(scan(withContent(all))!.text, '"\\/\b\f\n\r\tA');
+    for (let c = 0x20; c < 0x7f; c++) {
+      const text = withContent(`a\\${String.fromCharCode(c)}0000`);
+      const json = (() => {
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          return undefined;
+        }
+      })();
+      assert.equal(scan(text) !== undefined, json !== undefined, text);
+    }
+  });
+
+  it('reads numbers as JSON does', () => {
+    const withCreated = (number: string): string =>
+      `{"created":${number},"model":"m","choices":[{"index":${number},"delta":{}}]}`;
+    for (const number of [
+      '0',
+      '-0',
+      '9',
+      '10',
+      '1234567890',
+      '0.5',
+      '0.09',
+      '9.0',
+      '1e9',
+      '1E+9',
+      '1e-09',
+      '-9.9e9',
+    ])
+      assert.equal(modelOf(scan(withCreated(number))!), '"m"', number);
+    for (const number of [
+      '01',
+      '-',
+      '1.',
+      '.5',
+      '1e',
+      '1e+',
+      '+1',
+      '1/',
+      '1:',
+      '0x1',
+      '-a',
+      '9:',
+      '1.:',
+      '1e:',
+      '1e/',
+      '/',
+    ])
+      assert.equal(scan(withCreated(number)), undefined, number);
+  });
+
+  it('passes a chunk wide but shallow: many objects and arrays side by side', () => {
+    const text = chunk({
+      x: Array.from({ length: 40 }, () => ({ a: [[], {}] })),
+      y: Array.from({ length: 40 }, () => []),
+    });
+    assert.equal(modelOf(scan(text)!), '"up-model"');
+  });
+
   it('meters every choice', () => {
     const raw = scan(
       chunk({
@@ -255,6 +320,7 @@ describe('ChunkScanner (a stream’s chunks checked against the last fully scann
     raw && {
       model: [raw.modelStart, raw.modelEnd],
       usage: [raw.usageStart, raw.usageEnd],
+      content: [raw.textStart, raw.textEnd, raw.textEscaped],
       text: raw.text,
     };
   /** Each chunk through one ChunkScanner, in order, decides as the full scan does. */
@@ -372,6 +438,7 @@ describe('ChunkScanner (a stream’s chunks checked against the last fully scann
       content('hello', { usage: null }),
       content(' a much longer piece of content than the first', { usage: null, id: 'another-id' }),
       content('a\n"b"\\ é😀\u0001', { usage: null }),
+      content('a\n"b"\\ é😀\u0001', { usage: null }), // the same escaped content again: decoded again
       content('\ud83d', { usage: null, model: 'a-model-with-a-longer-name' }),
       content('', { usage: null, id: '', model: '' }),
     ];

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { isUtf8 } from 'node:buffer';
 import { describe, it } from 'node:test';
 import { RawChunk } from '../../gateway/raw-chunk.ts';
 import { ChunkScanner, scanChunk } from './scan-chunk.ts';
@@ -415,7 +416,7 @@ describe('ChunkScanner (a stream’s chunks checked against the last fully scann
         for (const byte of replacements) {
           const changed = Buffer.from(bytes);
           changed[at] = byte;
-          const what = `${at}: ${changed.toString()}`;
+          const what = `byte ${at} of ${template} changed to 0x${byte.toString(16)}`;
           const expected = scanChunk(changed);
           // A key spelt with an escape is left to a parse: JSON may read it as one that matters.
           const passes = passable(changed) && !(byte === 0x5c && within(keys, at));
@@ -423,7 +424,7 @@ describe('ChunkScanner (a stream’s chunks checked against the last fully scann
           if (expected) assert.deepEqual(located(expected), parsedAsFastPath(changed), what);
           const scanner = new ChunkScanner();
           scanner.scan(bytes);
-          assert.deepEqual(found(scanner.scan(changed)), found(expected), what);
+          assert.equal(JSON.stringify(found(scanner.scan(changed))), JSON.stringify(found(expected)), what);
           // A change inside a string value that is still a chunk is of the template's shape: no full scan.
           const sameShape = byte === bytes[at] || (within(values, at) && passes);
           assert.equal(scanner.fullScans, sameShape ? 1 : 2, what);
@@ -546,9 +547,10 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
  * escaped keys are not seen by JSON.parse; callers rule those out.)
  */
 function passable(bytes: Buffer): boolean {
+  if (!isUtf8(bytes)) return false;
   let v: unknown;
   try {
-    v = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    v = JSON.parse(bytes.toString());
   } catch {
     return false;
   }

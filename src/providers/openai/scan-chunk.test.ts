@@ -510,6 +510,24 @@ describe('ChunkScanner (a stream’s chunks checked against the last fully scann
     }
   });
 
+  it('does not take a chunk with a string value left out, and a change just before it, for the template', () => {
+    const template = content('a', { system_fingerprint: 'fp' });
+    agrees([
+      template,
+      template.replace('"logprobs":null', '"logprobs":true').replace('"fp"', ''),
+      template.replace('"created":1', '"created":2').replace('"up-model"', ''),
+    ]);
+  });
+
+  it('makes its template of the chunk it scanned, nothing of the chunk scanned before it', () => {
+    // The earlier chunk has a string value more than the later one, where the later one's content string starts.
+    const later = (text: string): string => `{"model":"m","choices":[{"delta":{"content":"${text}"}}]}`;
+    const at = later('x').indexOf('"x"');
+    const earlier = `{"model":"m","a":"${'a'.repeat(at - 24)}","b":"","choices":[{"delta":{}}]}`;
+    assert.equal(earlier.indexOf('""'), at);
+    agrees([earlier, later('x'), later('yz')]);
+  });
+
   it('makes no template of a chunk of several choices or of more string values than it keeps', () => {
     const twoChoices = (a: string, b: string): string =>
       chunk({

@@ -26,7 +26,7 @@ describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
     assert.ok(raw instanceof RawChunk);
     assert.equal(modelOf(raw), '"up-model"');
     assert.equal(raw.text, 'hi');
-    assert.equal(raw.usageStart, -1);
+    assert.deepEqual([raw.usageStart, raw.usageEnd], [-1, -1]);
   });
 
   it('is not fooled by "model" inside content, nested objects or other strings', () => {
@@ -120,6 +120,8 @@ describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
     const raw = scan(text)!;
     assert.equal(modelOf(raw), '"m"');
     assert.equal(raw.text, '');
+    // no content string: no span, no escape
+    assert.deepEqual([raw.textStart, raw.textEnd, raw.textEscaped], [-1, -1, false]);
   });
 
   it('passes keys that only look like the ones that matter, and those keys anywhere but where they matter', () => {

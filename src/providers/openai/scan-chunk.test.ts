@@ -99,6 +99,12 @@ describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
       good.replace('"hi"', '"h\ti"'),
       good.replace('"hi"', "'hi'"),
       '{"model":"a","choices":[{"delta":{}}],}',
+      // a value that fails where its object or array would close, which is left open
+      '{"model":"a","choices":[{"delta":{}}],"x":{"a":}',
+      '{"model":"a","choices":[{"delta":{}}],"x":{"y":{"a":1,}',
+      '{"model":"a","choices":[{"delta":{}}],"x":[[1,]}',
+      '{"model":"a","choices":[{"delta":{}}],"x":[{"a":}]',
+      '{"model":"a","choices":[{"delta":{}}],"x":{"a":[1,]}',
       '',
       '{',
     ]) {

@@ -171,6 +171,7 @@ describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
       '{"model":"a","usage":null,"usage":null,"choices":[{"delta":{}}]}',
       '{"model":"a","choices":[{"delta":{}}],"choices":[{"delta":{}}]}',
       '{"model":"a","choices":"x","choices":[{"delta":{}}]}',
+      '{"model":"a","choices":[{"delta":{"content":"x"}}],"choices":[{"index":0}]}',
       '{"model":"a","choices":[{"delta":{"content":"x"},"delta":{"content":"y"}}]}',
       '{"model":"a","choices":[{"delta":{}},1]}',
       '{"model":"a","choices":[null]}',
@@ -310,6 +311,9 @@ describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
       }),
     )!;
     assert.equal(raw.text, 'a\nb"c"');
+    // strings of nothing but escapes
+    const slashes = chunk({ choices: [{ delta: { content: '\\' } }, { delta: { content: '\\\\' } }] });
+    assert.equal(scan(slashes)!.text, '\\\\\\');
     assert.equal(
       scan(chunk({ choices: [{ delta: { content: 'x' } }, { delta: { content: 'y\\' } }] }))!.text,
       'xy\\',

@@ -50,6 +50,12 @@ export function scanChunk(bytes: Buffer): RawChunk | undefined {
  */
 export class ChunkScanner {
   #template: Template | undefined;
+  #fullScans = 0;
+
+  /** How many chunks had the full scan (the first, and each not of the template's shape): the rest cost a compare. */
+  get fullScans(): number {
+    return this.#fullScans;
+  }
 
   scan(bytes: Buffer): RawChunk | undefined {
     const template = this.#template;
@@ -57,6 +63,7 @@ export class ChunkScanner {
       const chunk = matchTemplate(template, bytes);
       if (chunk !== undefined) return chunk;
     }
+    this.#fullScans++;
     const chunk = scanChunk(bytes);
     // A chunk of several content strings (choices > 1) is not a template: its text is decoded by the scan.
     if (chunk !== undefined && chunk.textStart !== -2 && state.holeCount <= MAX_HOLES)

@@ -173,6 +173,9 @@ describe('scanChunk (the fast path reads a chunk without parsing it)', () => {
       '{"model":"a","choices":"x","choices":[{"delta":{}}]}',
       '{"model":"a","choices":[{"delta":{"content":"x"}}],"choices":[{"index":0}]}',
       '{"model":"a","choices":[{"delta":{"content":"x"},"delta":{"content":"y"}}]}',
+      // a repeated key in one choice beside a choice without it: counted per choice, not in total
+      '{"model":"a","choices":[{"delta":{"content":"x"},"delta":{"content":"y"}},{"index":1}]}',
+      '{"model":"a","choices":[{"delta":{"content":"x","content":"y"}},{"delta":{}}]}',
       '{"model":"a","choices":[{"delta":{}},1]}',
       '{"model":"a","choices":[null]}',
       '{"model":"a","choices":["x"]}',

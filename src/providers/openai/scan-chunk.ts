@@ -20,8 +20,6 @@ export function scanChunk(bytes: Buffer): RawChunk | undefined {
     !s.parse &&
     s.modelStart !== -1 &&
     s.choices > 0 &&
-    s.deltas <= s.choices &&
-    s.contents <= s.deltas &&
     (!s.nonAscii || isUtf8(bytes))
       ? new RawChunk(
           bytes,
@@ -221,9 +219,12 @@ interface ScanState {
   usageEnd: number;
   /** The number of choices; -1 while no `choices` array was seen. */
   choices: number;
-  /** `delta` and `content` keys seen: more than one per choice is a repeated key, which JSON reads as the last. */
-  deltas: number;
-  contents: number;
+  /**
+   * The number of the choice whose `delta` key, and whose delta's `content` key, was seen last: a second one in the
+   * same choice is a repeated key, which JSON reads as the last, so the chunk is parsed.
+   */
+  deltaChoice: number;
+  contentChoice: number;
   /** The content string's span (see RawChunk.textStart), its escape, and the text of several, decoded. */
   textStart: number;
   textEnd: number;
@@ -249,8 +250,8 @@ function begin(s: ScanState, bytes: Buffer): void {
   s.usageStart = -1;
   s.usageEnd = -1;
   s.choices = -1;
-  s.deltas = 0;
-  s.contents = 0;
+  s.deltaChoice = -1;
+  s.contentChoice = -1;
   s.textStart = -1;
   s.textEnd = -1;
   s.textEscaped = false;
@@ -385,7 +386,8 @@ function childOf(s: ScanState, where: number, b: Buffer, start: number, end: num
     return OTHER;
   }
   if (where === CHOICE && bytesAre(b, start, end, DELTA_KEY)) {
-    s.deltas++;
+    if (s.deltaChoice === s.choices) s.parse = true;
+    s.deltaChoice = s.choices;
     return DELTA;
   }
   return OTHER;
@@ -413,7 +415,8 @@ function root(s: ScanState, b: Buffer, { keyStart, keyEnd, valueStart, valueEnd,
 /** A delta's member: its content is metered; tool and function calls are parsed. */
 function delta(s: ScanState, b: Buffer, { keyStart, keyEnd, valueStart, valueEnd }: Member): void {
   if (bytesAre(b, keyStart, keyEnd, CONTENT)) {
-    s.contents++;
+    if (s.contentChoice === s.choices) s.parse = true;
+    s.contentChoice = s.choices;
     if (b[valueStart] === QUOTE) {
       // One content string is kept as its span (decoded only if metering needs it); several are decoded here.
       if (s.textStart === -1) {

@@ -16,11 +16,7 @@ export function scanChunk(bytes: Buffer): RawChunk | undefined {
   skipSpace(s);
   const ok = s.bytes[s.pos] === OPEN_BRACE && object(s, ROOT) && (skipSpace(s), s.pos === s.end);
   const chunk =
-    ok &&
-    !s.parse &&
-    s.modelStart !== -1 &&
-    s.choices > 0 &&
-    (!s.nonAscii || isUtf8(bytes))
+    ok && !s.parse && s.modelStart !== -1 && s.choices > 0 && (!s.nonAscii || isUtf8(bytes))
       ? new RawChunk(
           bytes,
           s.modelStart,

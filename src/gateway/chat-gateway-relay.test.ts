@@ -104,9 +104,12 @@ class Sink implements TextSink {
 const sse = (sink: Sink, admitted: Admitted) =>
   chatCompletionsSink(sink, admitted.request.includeUsage, admitted.request.model);
 
-/** `batches`: what each upstream read brought (an Error: the stream fails there). */
+/**
+ * `batches`: what each upstream read brought (an Error: the stream fails there; `{ throws }`: it fails throwing
+ * that value, which need not be an Error).
+ */
 function setup(
-  batches: (EventBatch | Error)[],
+  batches: (EventBatch | Error | { throws: unknown })[],
   options: {
     includeUsage?: boolean;
     onChunk?: (index: number) => void;
@@ -135,6 +138,7 @@ function setup(
     for (const item of rest) {
       options.onChunk?.(index++);
       if (item instanceof Error) throw item;
+      if (!Array.isArray(item)) throw (item as { throws: unknown }).throws;
       yield item;
     }
   }
@@ -411,6 +415,17 @@ describe('the stream relay', () => {
     assert.equal(warning?.requestId, 'req_1');
     assert.equal(warning?.deployment, 'sim/model-b');
     assert.equal(warning?.err?.message, 'socket hang up');
+  });
+
+  it('an upstream that fails throwing something that is not an Error still ends with the error event', async () => {
+    const { gateway, admitted, settled, logs } = setup([[text('a')], { throws: undefined }]);
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    assert.equal(parseError(sink.events().at(-1)!).code, 'provider_error');
+    assert.ok(!sink.text.includes('[DONE]'));
+    assert.equal(settled[0]?.status, 'error');
+    const warning = logs.find((line) => line.level === 40);
+    assert.equal(warning?.err?.message, 'stream failed', 'the log line still carries an error');
   });
 
   it('keeps the upstream usage when events follow it', async () => {

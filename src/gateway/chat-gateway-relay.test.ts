@@ -138,7 +138,7 @@ function setup(
     for (const item of rest) {
       options.onChunk?.(index++);
       if (item instanceof Error) throw item;
-      if (!Array.isArray(item)) throw (item as { throws: unknown }).throws;
+      if (!Array.isArray(item)) throw item.throws;
       yield item;
     }
   }

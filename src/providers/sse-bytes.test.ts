@@ -97,6 +97,14 @@ describe('SseByteScanner (the pass-through path)', () => {
     assert.deepEqual(scan('data\n\n', 'data:\n\n', 'data\ndata: x\n\n').events, ['', '', '\nx']);
   });
 
+  it('a blank line with no data before it dispatches nothing', () => {
+    assert.deepEqual(scan('\n\ndata: 1\n\n\n\n', ': ping\n\n', '\r\n\r\n').events, ['1']);
+  });
+
+  it('takes a "data" line without a colon as data wherever it is in a read', () => {
+    assert.deepEqual(scan('data: 1\n\ndata\n\n').events, ['1', '']);
+  });
+
   it('takes only the field named exactly "data" as data', () => {
     assert.deepEqual(scan('dat: 0\ndate: 1\ndataplus: 2\nDATA: 3\ndata: 4\n\n').events, ['4']);
   });
@@ -128,6 +136,18 @@ describe('SseByteScanner (the pass-through path)', () => {
       () => scanner.push(Buffer.from('c'), onEvent),
       (error: unknown) =>
         error instanceof ProviderError && error.failure === 'protocol' && /16 MiB/.test(error.message),
+    );
+  });
+
+  it('refuses an event over 16 MiB even when every read ends at the end of a line', () => {
+    const MiB = 1024 * 1024;
+    const scanner = new SseByteScanner();
+    const line = (bytes: number): Buffer =>
+      Buffer.concat([Buffer.from('data: '), Buffer.alloc(bytes, 0x61), Buffer.from('\n')]);
+    scanner.push(line(9 * MiB), () => true);
+    assert.throws(
+      () => scanner.push(line(8 * MiB), () => true),
+      (error: unknown) => error instanceof ProviderError && error.failure === 'protocol',
     );
   });
 

@@ -40,6 +40,8 @@ describe('parseSse (WHATWG event-stream rules)', () => {
       { event: undefined, data: 'c' },
     ]);
     assert.deepEqual(await events('data: a\r', '\n\r\n'), [{ event: undefined, data: 'a' }]);
+    // A CR that ends a piece and the LF that starts the next are one line end: both lines are in one event.
+    assert.deepEqual(await events('data: a\r', '\ndata: b\n\n'), [{ event: undefined, data: 'a\nb' }]);
     // CRLF is one line end, not two: the lines stay in one event.
     assert.deepEqual(await events('data: a\r\ndata: b\r\n\r\n'), [{ event: undefined, data: 'a\nb' }]);
     assert.deepEqual(await events('data: a\rdata: b\r\r'), [{ event: undefined, data: 'a\nb' }]);
@@ -83,6 +85,9 @@ describe('parseSse (WHATWG event-stream rules)', () => {
       { event: undefined, data: 'tail' },
     ]);
     assert.deepEqual(await events('data: a\r'), [{ event: undefined, data: 'a' }]);
+    // A stream cut inside a line that is not data gives nothing more.
+    assert.deepEqual(await events('data: a\n\n: keep-al'), [{ event: undefined, data: 'a' }]);
+    assert.deepEqual(await events('data: a\n\nevent: x'), [{ event: undefined, data: 'a' }]);
   });
 
   it('bounds the event being read (its data and its unfinished line) at exactly 16 MiB', async () => {

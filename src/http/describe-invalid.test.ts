@@ -11,6 +11,11 @@ describe('describeInvalid: a schema failure as a message and a param', () => {
       params: {},
     });
     assert.deepEqual(type, { message: 'body.models[2].id must be string', param: 'models[2].id' });
+    // Only a part made of digits alone is an array index.
+    assert.deepEqual(describeInvalid('body', { instancePath: '/items/12/v2/3d', keyword: 'x', params: {} }), {
+      message: 'body.items[12].v2.3d is invalid',
+      param: 'items[12].v2.3d',
+    });
     const escaped = describeInvalid('body', { instancePath: '/a~1b/c~0d', keyword: 'x', params: {} });
     assert.deepEqual(escaped, { message: 'body.a/b.c~d is invalid', param: 'a/b.c~d' });
   });
@@ -31,6 +36,14 @@ describe('describeInvalid: a schema failure as a message and a param', () => {
         params: { additionalProperty: 'x' },
       }),
       { message: 'querystring has unknown field x', param: 'x' },
+    );
+    assert.deepEqual(
+      describeInvalid('body', {
+        instancePath: '/plan',
+        keyword: 'additionalProperties',
+        params: { additionalProperty: 'extra' },
+      }),
+      { message: 'body.plan has unknown field extra', param: 'plan.extra' },
     );
   });
 
@@ -54,6 +67,15 @@ describe('describeInvalid: a schema failure as a message and a param', () => {
       describeInvalid('body', { instancePath: '/s', keyword: 'enum', params: { allowedValues: ['a', null] } })
         .message,
       'body.s must be one of "a", null',
+    );
+    assert.deepEqual(
+      describeInvalid('body', { instancePath: '/s', keyword: 'enum', params: { allowedValues: ['a'] } })
+        .param,
+      's',
+    );
+    assert.deepEqual(
+      describeInvalid('body', { instancePath: '', keyword: 'enum', params: { allowedValues: ['a'] } }).param,
+      null,
     );
     assert.deepEqual(
       describeInvalid('body', { instancePath: '/at', keyword: 'format', params: { format: 'date-time' } }),

@@ -21,30 +21,31 @@ describe('describeInvalid: a schema failure as a message and a param', () => {
   });
 
   it('a missing or unknown field is the param, under its parent object', () => {
-    assert.deepEqual(
-      describeInvalid('body', {
-        instancePath: '/plan',
-        keyword: 'required',
-        params: { missingProperty: 'id' },
-      }),
-      { message: 'body.plan must have the field id', param: 'plan.id' },
-    );
-    assert.deepEqual(
-      describeInvalid('querystring', {
-        instancePath: '',
-        keyword: 'additionalProperties',
-        params: { additionalProperty: 'x' },
-      }),
-      { message: 'querystring has unknown field x', param: 'x' },
-    );
-    assert.deepEqual(
-      describeInvalid('body', {
-        instancePath: '/plan',
-        keyword: 'additionalProperties',
-        params: { additionalProperty: 'extra' },
-      }),
-      { message: 'body.plan has unknown field extra', param: 'plan.extra' },
-    );
+    const cases: [string, string, string, Record<string, unknown>, { message: string; param: string }][] = [
+      [
+        'body',
+        '/plan',
+        'required',
+        { missingProperty: 'id' },
+        { message: 'body.plan must have the field id', param: 'plan.id' },
+      ],
+      [
+        'querystring',
+        '',
+        'additionalProperties',
+        { additionalProperty: 'x' },
+        { message: 'querystring has unknown field x', param: 'x' },
+      ],
+      [
+        'body',
+        '/plan',
+        'additionalProperties',
+        { additionalProperty: 'extra' },
+        { message: 'body.plan has unknown field extra', param: 'plan.extra' },
+      ],
+    ];
+    for (const [where, instancePath, keyword, params, expected] of cases)
+      assert.deepEqual(describeInvalid(where, { instancePath, keyword, params }), expected);
   });
 
   it('a pattern is described in words, never shown as a regular expression', () => {

@@ -19,6 +19,8 @@ import { countTextTokens } from './count-tokens.ts';
 import { chatRequestOf } from './testing.ts';
 import { chatCompletionsSink } from '../http/sse-sink.ts';
 import type { TextSink } from './stream-sink.ts';
+import { type PassChunk, RawChunk } from './raw-chunk.ts';
+import { type PassThroughHandler, type PassThroughStream, ProviderError } from '../providers/provider.ts';
 
 const MODEL: ModelConfig = {
   id: 'model-b',
@@ -102,10 +104,21 @@ class Sink implements TextSink {
 const sse = (sink: Sink, admitted: Admitted) =>
   chatCompletionsSink(sink, admitted.request.includeUsage, admitted.request.model);
 
-/** `batches`: what each upstream read brought (an Error: the stream fails there). */
+/**
+ * `batches`: what each upstream read brought (an Error: the stream fails there; `{ throws }`: it fails throwing
+ * that value, which need not be an Error).
+ */
 function setup(
-  batches: (EventBatch | Error)[],
-  options: { includeUsage?: boolean; onChunk?: (index: number) => void; openFails?: Error } = {},
+  batches: (EventBatch | Error | { throws: unknown })[],
+  options: {
+    includeUsage?: boolean;
+    onChunk?: (index: number) => void;
+    openFails?: Error;
+    /** The upstream's iterator has no return() (the type allows it), or one that rejects. */
+    upstreamReturn?: 'none' | 'rejects';
+    /** The fast path: the router opens this stream (made once the abort signal is known) instead. */
+    passThrough?: (signal: AbortSignal) => PassThroughStream;
+  } = {},
 ) {
   const settled: Settlement[] = [];
   const observed: number[] = [];
@@ -125,15 +138,39 @@ function setup(
     for (const item of rest) {
       options.onChunk?.(index++);
       if (item instanceof Error) throw item;
+      if (!Array.isArray(item)) throw item.throws;
       yield item;
     }
   }
+  // The upstream iterator, recording each return() (letting go of the upstream call).
+  const upstream = { returns: 0, fastPathAsked: [] as boolean[] };
+  const generator = more();
+  const upstreamRest: AsyncIterator<EventBatch> = {
+    next: () => generator.next(),
+    ...(options.upstreamReturn === 'none'
+      ? {}
+      : {
+          return: async () => {
+            upstream.returns++;
+            if (options.upstreamReturn === 'rejects') throw new Error('the body was already gone');
+            return generator.return(undefined);
+          },
+        }),
+  };
   const router = {
-    openStream: async (_request: ChatRequest, signal: AbortSignal) => {
+    openStream: async (
+      _request: ChatRequest,
+      signal: AbortSignal,
+      _defaultMaxTokens: number,
+      passThrough: boolean,
+    ) => {
       signals.push(signal);
+      upstream.fastPathAsked.push(passThrough);
       if (options.openFails) throw options.openFails;
       return {
-        result: { first: first as EventBatch, rest: more() },
+        result: options.passThrough
+          ? { passThrough: options.passThrough(signal) }
+          : { first: first as EventBatch, rest: upstreamRest },
         deployment: 'sim/model-b',
         provider: 'sim',
         attempts: 1,
@@ -176,7 +213,7 @@ function setup(
     reservedTokens: 7,
     rateLimits: { requests: { limit: 10, remaining: 9, resetMs: 60_000 } },
   };
-  return { gateway, admitted, settled, observed, logs, signals };
+  return { gateway, admitted, settled, observed, logs, signals, upstream };
 }
 
 describe('the stream relay', () => {
@@ -380,6 +417,17 @@ describe('the stream relay', () => {
     assert.equal(warning?.err?.message, 'socket hang up');
   });
 
+  it('an upstream that fails throwing something that is not an Error still ends with the error event', async () => {
+    const { gateway, admitted, settled, logs } = setup([[text('a')], { throws: undefined }]);
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    assert.equal(parseError(sink.events().at(-1)!).code, 'provider_error');
+    assert.ok(!sink.text.includes('[DONE]'));
+    assert.equal(settled[0]?.status, 'error');
+    const warning = logs.find((line) => line.level === 40);
+    assert.equal(warning?.err?.message, 'stream failed', 'the log line still carries an error');
+  });
+
   it('keeps the upstream usage when events follow it', async () => {
     const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
     const { gateway, admitted, settled } = setup([[text('a'), usageEvent(usage)], [text('b')]]);
@@ -441,5 +489,292 @@ describe('an answer that spells a special token', () => {
     assert.equal(settled[0]!.status, 'ok');
     assert.equal(settled[0]!.estimated, true);
     assert.equal(settled[0]!.completionTokens, countTextTokens(said));
+  });
+});
+
+describe('letting go of the upstream call', () => {
+  it('an answer read to its end keeps it (no return()); a client that leaves lets go of it (return())', async () => {
+    const whole = setup([[start, text('a')], [finish('stop')]]);
+    await whole.gateway.stream(whole.admitted, sse(new Sink(), whole.admitted));
+    assert.equal(whole.settled[0]?.status, 'ok');
+    assert.equal(whole.upstream.returns, 0);
+
+    const sink = new Sink();
+    const left = setup([[text('a')], [text('b')], [text('c')]], {
+      onChunk: (index) => {
+        if (index === 1) sink.close();
+      },
+    });
+    await left.gateway.stream(left.admitted, sse(sink, left.admitted));
+    assert.equal(left.settled[0]?.status, 'cancelled');
+    assert.equal(left.upstream.returns, 1);
+  });
+
+  it('a client that leaves an upstream iterator without return(), or whose return() fails, still ends the stream', async () => {
+    for (const upstreamReturn of ['none', 'rejects'] as const) {
+      const sink = new Sink();
+      const { gateway, admitted, settled } = setup([[text('a')], [text('b')]], {
+        upstreamReturn,
+        onChunk: () => sink.close(),
+      });
+      await gateway.stream(admitted, sse(sink, admitted));
+      assert.equal(settled[0]?.status, 'cancelled', upstreamReturn);
+      assert.ok(sink.ended, upstreamReturn);
+    }
+  });
+
+  it('asks the router for the fast path only when the front door offers it', async () => {
+    const { gateway, admitted, upstream } = setup([[start, text('a')], [finish('stop')]]);
+    const door = sse(new Sink(), admitted);
+    delete door.passThrough;
+    await gateway.stream(admitted, door);
+    assert.deepEqual(upstream.fastPathAsked, [false]);
+  });
+});
+
+/** A raw chunk as the fast path's scanner hands it over: the upstream's bytes, model and content located. */
+function rawChunk(content: string): RawChunk {
+  const bytes = Buffer.from(
+    JSON.stringify({
+      id: 'chatcmpl-up1',
+      object: 'chat.completion.chunk',
+      created: 1_700_000_000,
+      model: 'up-model',
+      choices: [{ index: 0, delta: { content }, finish_reason: null }],
+    }),
+  );
+  const modelStart = bytes.indexOf('"up-model"');
+  const value = JSON.stringify(content);
+  const textStart = bytes.indexOf(`"content":${value}`) + '"content":"'.length;
+  return new RawChunk(
+    bytes,
+    modelStart,
+    modelStart + '"up-model"'.length,
+    -1,
+    -1,
+    textStart,
+    textStart + Buffer.byteLength(value) - 2,
+    value.includes('\\'),
+  );
+}
+
+/** A chunk the fast path had to parse (usage, a finish, tool calls): it comes with the upstream's model id. */
+const parsedChunk = (fields: Partial<ChatChunk>): ChatChunk => ({
+  id: 'chatcmpl-up1',
+  object: 'chat.completion.chunk',
+  created: 1_700_000_000,
+  model: 'up-model',
+  choices: [],
+  ...fields,
+});
+
+/**
+ * A pass-through upstream as the reader behaves: `first` when it opens, then each read's chunks on a turn of its own
+ * (an Error: the stream fails there); it pauses when the handler says so until resume(), and after an abort it
+ * ends with an `aborted` failure on a later turn (a read already in hand is still handed over).
+ */
+class FastUpstream implements PassThroughStream {
+  readonly first: PassChunk[];
+  readonly #reads: (PassChunk[] | ProviderError)[];
+  readonly #onRead: ((index: number) => void) | undefined;
+  #handler: PassThroughHandler | undefined;
+  #index = 0;
+  #paused = false;
+  #ended = false;
+  #endedWith: ProviderError | undefined;
+  pauses = 0;
+  resumes = 0;
+  /** Calls that break the contract: a second start, a resume while not paused. */
+  misuse: string[] = [];
+
+  constructor(
+    signal: AbortSignal,
+    first: PassChunk[],
+    reads: (PassChunk[] | ProviderError)[],
+    onRead?: (index: number) => void,
+  ) {
+    this.first = first;
+    this.#reads = reads;
+    this.#onRead = onRead;
+    signal.addEventListener('abort', () =>
+      setImmediate(() => this.#end(new ProviderError('aborted', 'the request was aborted'))),
+    );
+  }
+
+  start(handler: PassThroughHandler): void {
+    if (this.#handler !== undefined) this.misuse.push('start twice');
+    this.#handler = handler;
+    if (this.#ended) handler.end(this.#endedWith);
+    else setImmediate(() => this.#read());
+  }
+
+  resume(): void {
+    if (!this.#paused) {
+      this.misuse.push('resume while not paused');
+      return;
+    }
+    this.#paused = false;
+    this.resumes++;
+    setImmediate(() => this.#read());
+  }
+
+  #read(): void {
+    if (this.#ended || this.#paused) return;
+    const index = this.#index++;
+    this.#onRead?.(index + 1);
+    const read = this.#reads[index];
+    if (read === undefined) return this.#end(undefined);
+    if (read instanceof Error) return this.#end(read);
+    if (this.#handler!.chunks(read)) setImmediate(() => this.#read());
+    else {
+      this.#paused = true;
+      this.pauses++;
+    }
+  }
+
+  #end(failure: ProviderError | undefined): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#endedWith = failure;
+    this.#handler?.end(failure);
+  }
+}
+
+/** The gateway on the fast path: the router opens a FastUpstream. */
+function fastSetup(
+  first: PassChunk[],
+  reads: (PassChunk[] | ProviderError)[],
+  options: { includeUsage?: boolean; onRead?: (index: number) => void } = {},
+) {
+  let fast: FastUpstream | undefined;
+  const context = setup([], {
+    includeUsage: options.includeUsage ?? false,
+    passThrough: (signal) => (fast = new FastUpstream(signal, first, reads, options.onRead)),
+  });
+  return { ...context, fast: () => fast! };
+}
+
+const contentOf = (chunks: ChatChunk[]): string =>
+  chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+
+describe('the fast path (pass-through)', () => {
+  it('relays raw and parsed chunks under the public model id, one write per read, then data: [DONE]', async () => {
+    const { gateway, admitted, settled, upstream, fast } = fastSetup(
+      [rawChunk('Hel')],
+      [
+        [rawChunk('lo'), rawChunk(' world')],
+        [parsedChunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })],
+      ],
+    );
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    assert.deepEqual(upstream.fastPathAsked, [true]);
+    const events = sink.events();
+    assert.equal(events.length, 5);
+    assert.equal(events.at(-1), '[DONE]');
+    const chunks = events.slice(0, -1).map(parseChunk);
+    for (const c of chunks) assert.equal(c.model, 'model-b');
+    assert.equal(contentOf(chunks), 'Hello world');
+    assert.equal(chunks.at(-1)?.choices[0]?.finish_reason, 'stop');
+    assert.equal(sink.writes, 4, 'each read in one write, then [DONE]');
+    assert.ok(sink.ended);
+    assert.deepEqual(fast().misuse, []);
+    assert.equal(settled.length, 1);
+    assert.equal(settled[0]?.status, 'ok');
+    assert.equal(settled[0]?.estimated, true);
+    assert.equal(settled[0]?.promptTokens, 7);
+    assert.equal(settled[0]?.completionTokens, countTextTokens('Hello world'));
+  });
+
+  it('estimates from the text in the order it came, raw and parsed chunks mixed', async () => {
+    const { gateway, admitted, settled } = fastSetup(
+      [rawChunk('Hel')],
+      [
+        [
+          parsedChunk({ choices: [{ index: 0, delta: { content: 'lo' }, finish_reason: null }] }),
+          rawChunk(' the'),
+        ],
+        [rawChunk('re')],
+      ],
+    );
+    await gateway.stream(admitted, sse(new Sink(), admitted));
+    assert.equal(settled[0]?.completionTokens, countTextTokens('Hello there'));
+    assert.equal(settled[0]?.estimated, true);
+  });
+
+  it('bills the upstream usage from its usage chunk', async () => {
+    const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
+    const { gateway, admitted, settled } = fastSetup(
+      [rawChunk('a')],
+      [[rawChunk('b')], [parsedChunk({ usage })]],
+      { includeUsage: true },
+    );
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    const events = sink.events();
+    assert.deepEqual(parseChunk(events.at(-2)!).usage, usage);
+    assert.equal(parseChunk(events.at(-2)!).model, 'model-b');
+    assert.equal(settled[0]?.promptTokens, 11);
+    assert.equal(settled[0]?.completionTokens, 22);
+    assert.equal(settled[0]?.estimated, false);
+  });
+
+  it('pauses the upstream while the client is not keeping up, and resumes it once drained', async () => {
+    const { gateway, admitted, settled, fast } = fastSetup(
+      [rawChunk('a')],
+      [[rawChunk('b')], [rawChunk('c')], [rawChunk('d')]],
+    );
+    const sink = new Sink(0); // every write reports back-pressure
+    await gateway.stream(admitted, sse(sink, admitted));
+    assert.equal(sink.drains, 4, 'after the first read and after each later one');
+    assert.equal(fast().pauses, 3);
+    assert.equal(fast().resumes, 3);
+    assert.deepEqual(fast().misuse, []);
+    assert.equal(contentOf(sink.events().slice(0, -1).map(parseChunk)), 'abcd');
+    assert.equal(settled[0]?.status, 'ok');
+  });
+
+  it('writes nothing more once the client has gone, and waits on no drain: cancelled, no [DONE]', async () => {
+    const sink = new Sink();
+    const { gateway, admitted, settled, signals, logs, fast } = fastSetup(
+      [rawChunk('a')],
+      [[rawChunk('b')], [rawChunk('c')], [rawChunk('d')]],
+      {
+        onRead: (index) => {
+          if (index === 2) sink.close();
+        },
+      },
+    );
+    await gateway.stream(admitted, sse(sink, admitted));
+    assert.equal(signals[0]?.aborted, true);
+    assert.equal(
+      contentOf(sink.events().map(parseChunk)),
+      'ab',
+      'the read after the client left is not written',
+    );
+    assert.equal(sink.drains, 0);
+    assert.deepEqual(fast().misuse, []);
+    assert.equal(settled[0]?.status, 'cancelled');
+    assert.equal(logs.filter((line) => line.level >= 40).length, 0, 'a client leaving is not a failure');
+    assert.ok(sink.ended);
+  });
+
+  it('an upstream failure mid-way ends the stream with one error event and no [DONE], billed as an error', async () => {
+    const { gateway, admitted, settled, logs } = fastSetup(
+      [rawChunk('Hel')],
+      [[rawChunk('lo')], new ProviderError('protocol', 'a chunk that is not JSON')],
+    );
+    const sink = new Sink();
+    await gateway.stream(admitted, sse(sink, admitted));
+    const events = sink.events();
+    assert.equal(events.length, 3);
+    assert.ok(!sink.text.includes('[DONE]'));
+    assert.equal(parseError(events[2]!).code, 'provider_error');
+    assert.equal(settled[0]?.status, 'error');
+    assert.equal(settled[0]?.completionTokens, countTextTokens('Hello'), 'what was sent is still counted');
+    const warning = logs.find((line) => line.level === 40);
+    assert.equal(warning?.msg, 'stream failed after its first chunk');
+    assert.equal(warning?.err?.message, 'a chunk that is not JSON');
+    assert.ok(sink.ended);
   });
 });

@@ -11,27 +11,41 @@ describe('describeInvalid: a schema failure as a message and a param', () => {
       params: {},
     });
     assert.deepEqual(type, { message: 'body.models[2].id must be string', param: 'models[2].id' });
+    // Only a part made of digits alone is an array index.
+    assert.deepEqual(describeInvalid('body', { instancePath: '/items/12/v2/3d', keyword: 'x', params: {} }), {
+      message: 'body.items[12].v2.3d is invalid',
+      param: 'items[12].v2.3d',
+    });
     const escaped = describeInvalid('body', { instancePath: '/a~1b/c~0d', keyword: 'x', params: {} });
     assert.deepEqual(escaped, { message: 'body.a/b.c~d is invalid', param: 'a/b.c~d' });
   });
 
   it('a missing or unknown field is the param, under its parent object', () => {
-    assert.deepEqual(
-      describeInvalid('body', {
-        instancePath: '/plan',
-        keyword: 'required',
-        params: { missingProperty: 'id' },
-      }),
-      { message: 'body.plan must have the field id', param: 'plan.id' },
-    );
-    assert.deepEqual(
-      describeInvalid('querystring', {
-        instancePath: '',
-        keyword: 'additionalProperties',
-        params: { additionalProperty: 'x' },
-      }),
-      { message: 'querystring has unknown field x', param: 'x' },
-    );
+    const cases: [string, string, string, Record<string, unknown>, { message: string; param: string }][] = [
+      [
+        'body',
+        '/plan',
+        'required',
+        { missingProperty: 'id' },
+        { message: 'body.plan must have the field id', param: 'plan.id' },
+      ],
+      [
+        'querystring',
+        '',
+        'additionalProperties',
+        { additionalProperty: 'x' },
+        { message: 'querystring has unknown field x', param: 'x' },
+      ],
+      [
+        'body',
+        '/plan',
+        'additionalProperties',
+        { additionalProperty: 'extra' },
+        { message: 'body.plan has unknown field extra', param: 'plan.extra' },
+      ],
+    ];
+    for (const [where, instancePath, keyword, params, expected] of cases)
+      assert.deepEqual(describeInvalid(where, { instancePath, keyword, params }), expected);
   });
 
   it('a pattern is described in words, never shown as a regular expression', () => {
@@ -54,6 +68,15 @@ describe('describeInvalid: a schema failure as a message and a param', () => {
       describeInvalid('body', { instancePath: '/s', keyword: 'enum', params: { allowedValues: ['a', null] } })
         .message,
       'body.s must be one of "a", null',
+    );
+    assert.deepEqual(
+      describeInvalid('body', { instancePath: '/s', keyword: 'enum', params: { allowedValues: ['a'] } })
+        .param,
+      's',
+    );
+    assert.deepEqual(
+      describeInvalid('body', { instancePath: '', keyword: 'enum', params: { allowedValues: ['a'] } }).param,
+      null,
     );
     assert.deepEqual(
       describeInvalid('body', { instancePath: '/at', keyword: 'format', params: { format: 'date-time' } }),

@@ -21,6 +21,7 @@ describe('toGatewayError (anything thrown → the spec error)', () => {
     assert.equal(mapped.code, 'invalid_request');
     assert.equal(mapped.status, 400);
     assert.equal(mapped.message, 'body.plan.id must be string');
+    assert.equal(mapped.param, 'plan.id');
     assert.equal(mapped.cause, error);
 
     const unknown = Object.assign(new Error('bad'), {
@@ -32,6 +33,7 @@ describe('toGatewayError (anything thrown → the spec error)', () => {
     assert.equal(toGatewayError(unknown).message, 'querystring has unknown field x');
     const bare = Object.assign(new Error('bad'), { validation: [] });
     assert.equal(toGatewayError(bare).message, 'body is invalid');
+    assert.equal(toGatewayError(bare).param, null);
     const noMessage = Object.assign(new Error('bad'), {
       validation: [{ instancePath: '/a', keyword: 'x', params: {} }],
     });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ProviderError } from './provider.ts';
 import { parseSse, type SseEvent } from './sse.ts';
 
 async function events(...pieces: (string | Buffer)[]): Promise<SseEvent[]> {
@@ -39,6 +40,8 @@ describe('parseSse (WHATWG event-stream rules)', () => {
       { event: undefined, data: 'c' },
     ]);
     assert.deepEqual(await events('data: a\r', '\n\r\n'), [{ event: undefined, data: 'a' }]);
+    // A CR that ends a piece and the LF that starts the next are one line end: both lines are in one event.
+    assert.deepEqual(await events('data: a\r', '\ndata: b\n\n'), [{ event: undefined, data: 'a\nb' }]);
     // CRLF is one line end, not two: the lines stay in one event.
     assert.deepEqual(await events('data: a\r\ndata: b\r\n\r\n'), [{ event: undefined, data: 'a\nb' }]);
     assert.deepEqual(await events('data: a\rdata: b\r\r'), [{ event: undefined, data: 'a\nb' }]);
@@ -76,5 +79,32 @@ describe('parseSse (WHATWG event-stream rules)', () => {
       { event: undefined, data: 'partial' },
     ]);
     assert.deepEqual(await events('event: e\ndata: x\ndata: y\n'), [{ event: 'e', data: 'x\ny' }]);
+    // A cut data line without the space after its colon, and a stream that ends on a CR.
+    assert.deepEqual(await events('data: a\n\ndata:tail'), [
+      { event: undefined, data: 'a' },
+      { event: undefined, data: 'tail' },
+    ]);
+    assert.deepEqual(await events('data: a\r'), [{ event: undefined, data: 'a' }]);
+    // A stream cut inside a line that is not data gives nothing more.
+    assert.deepEqual(await events('data: a\n\n: keep-al'), [{ event: undefined, data: 'a' }]);
+    assert.deepEqual(await events('data: a\n\nevent: x'), [{ event: undefined, data: 'a' }]);
+  });
+
+  it('bounds the event being read (its data and its unfinished line) at exactly 16 MiB', async () => {
+    const MiB = 1024 * 1024;
+    // A whole event of 9 MiB, not counted toward the next; then 8 MiB of data and an unfinished line that brings
+    // the next event to exactly 16 MiB: accepted. One character more is a protocol error.
+    const pieces = [
+      `data: ${'a'.repeat(9 * MiB)}\n\n`,
+      `data: ${'b'.repeat(8 * MiB)}\ndata: `,
+      'c'.repeat(8 * MiB - 'data: '.length),
+    ];
+    const sizes = (await events(...pieces)).map((event) => event.data.length);
+    assert.deepEqual(sizes, [9 * MiB, 16 * MiB - 'data: '.length + 1]);
+    await assert.rejects(
+      events(...pieces, 'c'),
+      (error: unknown) =>
+        error instanceof ProviderError && error.failure === 'protocol' && /16 MiB/.test(error.message),
+    );
   });
 });

@@ -124,11 +124,10 @@ export class SseByteScanner {
       if (!this.#line(buffer, start, end, onEvent)) return;
       start = next;
     }
-    if (start < buffer.length) {
-      this.#pending = buffer.subarray(start);
-      if (this.#pending.length + this.#dataBytes > MAX_EVENT_CHARS)
-        throw new ProviderError('protocol', 'upstream sent a stream event over 16 MiB');
-    }
+    if (start < buffer.length) this.#pending = buffer.subarray(start);
+    // The event being read: its data lines so far and its unfinished line (a read may end on a line's end).
+    if ((this.#pending?.length ?? 0) + this.#dataBytes > MAX_EVENT_CHARS)
+      throw new ProviderError('protocol', 'upstream sent a stream event over 16 MiB');
   }
 
   /** The stream ended: an event cut inside its last line is still given, as parseSse does. */

@@ -1,7 +1,7 @@
 // Where Tollgate's CPU goes: `npm run bench:profile` (add `--seconds=N`, default 10; `--stream` profiles streams
 // of 20 chunks sent at once by the mock, through the chat-completions fast path, instead of whole answers;
 // `--chunks=N` for N chunks, `--model=model-s` for the simulator; `--connections=N`, default 16: 1 shows what a
-// request costs alone). Starts the mock upstream and Tollgate with `--cpu-prof`, as the harness does, drives N
+// request costs alone; `--build=DIR` profiles another checkout's Tollgate, e.g. an older commit's). Starts the mock upstream and Tollgate with `--cpu-prof`, as the harness does, drives N
 // closed-loop connections, stops Tollgate, and prints the self time of the measured seconds' samples (start-up,
 // warm-up and the stop left out) grouped by package or source file, then the top functions. The .cpuprofile stays
 // in bench/profiles/ (open it in Chrome DevTools or speedscope for a flame graph).
@@ -28,6 +28,7 @@ const BODY = process.argv.includes('--stream')
     }
   : CHAT_BODY;
 const CONNECTIONS = Number(option('connections') ?? 16);
+const BUILD = option('build') ?? ROOT;
 
 interface ProfileNode {
   id: number;
@@ -101,7 +102,7 @@ async function main(): Promise<void> {
   rmSync(OUT, { recursive: true, force: true });
   mkdirSync(OUT, { recursive: true });
   const { process: mock, port: mockPort } = await startMock();
-  const tollgate = await startTollgate(mockPort, ['--cpu-prof', `--cpu-prof-dir=${OUT}`]);
+  const tollgate = await startTollgate(mockPort, ['--cpu-prof', `--cpu-prof-dir=${OUT}`], BUILD);
   try {
     await closedLoop(tollgate.target, CONNECTIONS, 3_000, BODY);
     const before = cpuSeconds(tollgate.process.pid);

@@ -24,6 +24,7 @@ import {
   type Target,
 } from './lib/load.ts';
 import { admissionBench, settlementBench, type MicroResult } from './lib/micro.ts';
+import { cpuSlices } from './lib/cpu-slices.ts';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
@@ -141,30 +142,6 @@ const spread = (values: number[], digits = 1): string => {
     ? ''
     : ` (${Math.min(...finite).toFixed(digits)}–${Math.max(...finite).toFixed(digits)})`;
 };
-
-/**
- * Closed-loop load on each target in turn, `slices` times, summing requests and gateway CPU per target: the
- * targets share the machine's slow and fast moments instead of one getting a whole slow stretch.
- */
-async function cpuSlices(
-  targets: Target[],
-  slices: number,
-  sliceMs: number,
-): Promise<Map<string, { requests: number; seconds: number; cpuSeconds: number; non200: number }>> {
-  const totals = new Map(targets.map((t) => [t.name, { requests: 0, seconds: 0, cpuSeconds: 0, non200: 0 }]));
-  for (let slice = 0; slice < slices; slice++) {
-    for (const target of slice % 2 === 0 ? targets : [...targets].reverse()) {
-      const total = totals.get(target.name)!;
-      const cpuBefore = target.pid ? treeCpuSeconds(target.pid) : 0;
-      const run = await closedLoop(target, 16, sliceMs);
-      total.cpuSeconds += target.pid ? treeCpuSeconds(target.pid) - cpuBefore : NaN;
-      total.requests += run.requests;
-      total.seconds += run.seconds;
-      total.non200 += run.non200;
-    }
-  }
-  return totals;
-}
 
 async function main(): Promise<void> {
   if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });

@@ -55,7 +55,7 @@ export async function startTollgate(
   const [command, ...prefix] = [...launcher, process.execPath];
   const started = await startPinned(
     0,
-    command!,
+    command,
     [...prefix, ...nodeFlags, '--max-semi-space-size=4', join(root, 'src/main.ts')],
     {
       MALLOC_ARENA_MAX: '2',

@@ -5,11 +5,11 @@
 // does, so a before/after comparison of the request path is not at the mercy of the shared machine's load.
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { cpuSlices } from './lib/cpu-slices.ts';
-import { closedLoop, type Target } from './lib/load.ts';
+import { closedLoop } from './lib/load.ts';
 import { startMock } from './lib/mock.ts';
-import { CAN_PIN, startPinned } from './lib/processes.ts';
+import { CAN_PIN } from './lib/processes.ts';
+import { startBareProxy } from './lib/bare.ts';
 import { startTollgate } from './lib/tollgate.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -33,23 +33,10 @@ const median = (values: number[]): number =>
 async function main(): Promise<void> {
   if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
   const { process: mock, port: mockPort } = await startMock();
-  const bare = await startPinned(
-    0,
-    process.execPath,
-    [join(ROOT, 'bench/bare-proxy.ts')],
-    { PROXY_TARGET: `http://127.0.0.1:${mockPort}` },
-    /listening (\d+)/,
-  );
+  const { process: bare, target: bareTarget } = await startBareProxy(mockPort);
   const builds = [];
   try {
     for (const dir of BUILDS) builds.push({ root: dir, ...(await startTollgate(mockPort, [], dir)) });
-    const bareTarget: Target = {
-      name: BARE,
-      origin: `http://127.0.0.1:${bare.match[1]}`,
-      path: '/v1/chat/completions',
-      headers: {},
-      pid: bare.pid,
-    };
     const targets = [bareTarget, ...builds.map((b) => ({ ...b.target, name: nameOf(b.root) }))];
     for (const target of targets) await closedLoop(target, CONNECTIONS, 2_000);
     const micros = new Map(targets.map((t) => [t.name, [] as number[]]));

@@ -13,9 +13,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { CHAT_BODY, type Target } from './lib/load.ts';
+import { CHAT_BODY, send, type Target } from './lib/load.ts';
 import { startMock } from './lib/mock.ts';
-import { startPinned, type Started } from './lib/processes.ts';
+import type { Started } from './lib/processes.ts';
+import { startBareProxy } from './lib/bare.ts';
 import { startTollgate } from './lib/tollgate.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -35,22 +36,16 @@ const VALGRIND = [
   `--callgrind-out-file=${OUT}/callgrind.out.%p`,
 ];
 
-/** `count` requests on CONNECTIONS connections; throws on any answer but 200. */
-async function send(target: Target, count: number, connections = CONNECTIONS): Promise<void> {
+/** `count` requests on `connections` connections; throws on any answer but 200. */
+async function sendMany(target: Target, count: number, connections = CONNECTIONS): Promise<void> {
   const pool = new Pool(target.origin, { connections, pipelining: 1 });
   const body = JSON.stringify(CHAT_BODY);
   let left = count;
   await Promise.all(
     Array.from({ length: connections }, async () => {
       while (left-- > 0) {
-        const response = await pool.request({
-          path: target.path,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...target.headers },
-          body,
-        });
-        await response.body.text();
-        if (response.statusCode !== 200) throw new Error(`${target.name} answered ${response.statusCode}`);
+        const status = await send(pool, target, body);
+        if (status !== 200) throw new Error(`${target.name} answered ${status}`);
       }
     }),
   );
@@ -75,7 +70,7 @@ async function measure(
   const startedAt = performance.now();
   const [short, long] = await Promise.all([start(), start()]);
   console.log(`${name}: started under callgrind in ${((performance.now() - startedAt) / 1000).toFixed(0)} s`);
-  await Promise.all([send(short.target, WARMUP), send(long.target, WARMUP + REQUESTS)]);
+  await Promise.all([sendMany(short.target, WARMUP), sendMany(long.target, WARMUP + REQUESTS)]);
   await Promise.all([ended(short.process), ended(long.process)]);
   const perRequest = (totalOf(long.process.pid) - totalOf(short.process.pid)) / REQUESTS;
   console.log(`${name}: ${(perRequest / 1e6).toFixed(3)} M instructions/request`);
@@ -98,19 +93,8 @@ async function main(): Promise<void> {
       results.push([
         'bare node:http proxy',
         await measure('bare node:http proxy', async () => {
-          const bare = await startPinned(
-            0,
-            VALGRIND[0]!,
-            [...VALGRIND.slice(1), process.execPath, join(ROOT, 'bench/bare-proxy.ts')],
-            { PROXY_TARGET: `http://127.0.0.1:${port}` },
-            /listening (\d+)/,
-            1_800_000,
-          );
-          const origin = `http://127.0.0.1:${bare.match[1]}`;
-          return {
-            process: bare,
-            target: { name: 'bare', origin, path: '/v1/chat/completions', headers: {} },
-          };
+          const bare = await startBareProxy(port, VALGRIND, 1_800_000);
+          return { process: bare.process, target: bare.target };
         }),
       ]);
     for (const root of BUILDS) {

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { CAN_PIN, residentMiB, startPinned, treeCpuSeconds, type Started } from './lib/processes.ts';
 import { startMock } from './lib/mock.ts';
+import { startBareProxy } from './lib/bare.ts';
 import { startTollgate } from './lib/tollgate.ts';
 import {
   CHAT_BODY,
@@ -149,13 +150,7 @@ async function main(): Promise<void> {
     `pinning: ${CAN_PIN ? 'gateways on core 0, mock and load generator on core 1' : 'taskset unavailable, unpinned'}`,
   );
   const { process: mock, port: mockPort } = await startMock();
-  const bare = await startPinned(
-    0,
-    process.execPath,
-    [join(ROOT, 'bench/bare-proxy.ts')],
-    { PROXY_TARGET: `http://127.0.0.1:${mockPort}` },
-    /listening (\d+)/,
-  );
+  const { process: bare, target: bareTarget } = await startBareProxy(mockPort);
   const tollgate = await startTollgate(mockPort);
   const baseline = BASELINE ? await startTollgate(mockPort, [], BASELINE) : undefined;
   const portkey = PEER ? await startPortkey(mockPort) : undefined;
@@ -165,18 +160,7 @@ async function main(): Promise<void> {
     path: '/v1/chat/completions',
     headers: {},
   };
-  const targets: Target[] = [
-    direct,
-    {
-      name: 'bare node:http proxy',
-      origin: `http://127.0.0.1:${bare.match[1]}`,
-      path: '/v1/chat/completions',
-      headers: {},
-      pid: bare.pid,
-    },
-    tollgate.target,
-    ...(portkey ? [portkey.target] : []),
-  ];
+  const targets: Target[] = [direct, bareTarget, tollgate.target, ...(portkey ? [portkey.target] : [])];
   const ratios = { bare: [] as number[], peer: [] as number[] };
   const rows = new Map<string, Row>(
     targets.map((t) => [
@@ -198,9 +182,10 @@ async function main(): Promise<void> {
   );
 
   try {
-    const bareTarget = targets[1]!;
     if (STREAM_CPU_ONLY) {
-      log(streamSections(await streamCpu(bareTarget, tollgate.target, baseline?.target), undefined).join('\n'));
+      log(
+        streamSections(await streamCpu(bareTarget, tollgate.target, baseline?.target), undefined).join('\n'),
+      );
       return;
     }
     if (STREAMS_ONLY) {

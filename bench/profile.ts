@@ -1,7 +1,7 @@
 // Where Tollgate's CPU goes: `npm run bench:profile` (add `--seconds=N`, default 10; `--stream` profiles streams
 // of 20 chunks sent at once by the mock, through the chat-completions fast path, instead of whole answers;
 // `--chunks=N` for N chunks, `--model=model-s` for the simulator; `--connections=N`, default 16: 1 shows what a
-// request costs alone). Starts the mock upstream and Tollgate with `--cpu-prof`, as the harness does, drives N
+// request costs alone; `--build=DIR` another checkout). Starts the mock upstream and Tollgate with `--cpu-prof`, as the harness does, drives N
 // closed-loop connections, stops Tollgate, and prints the self time of the measured seconds' samples (start-up,
 // warm-up and the stop left out) grouped by package or source file, then the top functions. The .cpuprofile stays
 // in bench/profiles/ (open it in Chrome DevTools or speedscope for a flame graph).
@@ -17,6 +17,8 @@ const OUT = join(ROOT, 'bench/profiles');
 const SECONDS = Number(process.argv.find((a) => a.startsWith('--seconds='))?.slice(10) ?? 10);
 const BODY = profiledBody();
 const CONNECTIONS = Number(option('connections') ?? 16);
+/** `--build=DIR`: profile another checkout's Tollgate (with its own node_modules), e.g. an older commit. */
+const BUILD = option('build');
 
 function print(title: string, rows: Share[], count: number): void {
   console.log(`\n${title}\n  share   µs/req`);
@@ -34,6 +36,7 @@ async function main(): Promise<void> {
       connections: CONNECTIONS,
       seconds: SECONDS,
       outDir: OUT,
+      build: BUILD,
     });
     console.log(
       `${summary.requests} requests, ${summary.perRequest.toFixed(1)} µs of CPU each (shares are of the busy samples)`,

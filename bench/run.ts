@@ -24,6 +24,7 @@ import {
 } from './lib/processes.ts';
 import { profileTollgate, type ProfileSummary } from './lib/profile.ts';
 import { startMock } from './lib/mock.ts';
+import { startBareProxy } from './lib/bare.ts';
 import { startTollgate } from './lib/tollgate.ts';
 import {
   CHAT_BODY,
@@ -36,6 +37,7 @@ import {
   type Target,
 } from './lib/load.ts';
 import { admissionBench, settlementBench, type MicroResult } from './lib/micro.ts';
+import { cpuSlices } from './lib/cpu-slices.ts';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
@@ -166,43 +168,13 @@ const spread = (values: number[], digits = 1): string => {
     : ` (${Math.min(...finite).toFixed(digits)}–${Math.max(...finite).toFixed(digits)})`;
 };
 
-/**
- * Closed-loop load on each target in turn, `slices` times, summing requests and gateway CPU per target: the
- * targets share the machine's slow and fast moments instead of one getting a whole slow stretch.
- */
-async function cpuSlices(
-  targets: Target[],
-  slices: number,
-  sliceMs: number,
-): Promise<Map<string, { requests: number; seconds: number; cpuSeconds: number; non200: number }>> {
-  const totals = new Map(targets.map((t) => [t.name, { requests: 0, seconds: 0, cpuSeconds: 0, non200: 0 }]));
-  for (let slice = 0; slice < slices; slice++) {
-    for (const target of slice % 2 === 0 ? targets : [...targets].reverse()) {
-      const total = totals.get(target.name)!;
-      const cpuBefore = target.pid ? treeCpuSeconds(target.pid) : 0;
-      const run = await closedLoop(target, 16, sliceMs);
-      total.cpuSeconds += target.pid ? treeCpuSeconds(target.pid) - cpuBefore : NaN;
-      total.requests += run.requests;
-      total.seconds += run.seconds;
-      total.non200 += run.non200;
-    }
-  }
-  return totals;
-}
-
 async function main(): Promise<void> {
   if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
   log(
     `pinning: ${CAN_PIN ? 'gateways on core 0, mock and load generator on core 1' : 'taskset unavailable, unpinned'}`,
   );
   const { process: mock, port: mockPort } = await startMock();
-  const bare = await startPinned(
-    0,
-    process.execPath,
-    [join(ROOT, 'bench/bare-proxy.ts')],
-    { PROXY_TARGET: `http://127.0.0.1:${mockPort}` },
-    /listening (\d+)/,
-  );
+  const { process: bare, target: bareTarget } = await startBareProxy(mockPort);
   const tollgate = await startTollgate(mockPort);
   const baseline = BASELINE ? await startTollgate(mockPort, [], BASELINE) : undefined;
   const portkey = PEER ? await startPortkey(mockPort) : undefined;
@@ -212,18 +184,7 @@ async function main(): Promise<void> {
     path: '/v1/chat/completions',
     headers: {},
   };
-  const targets: Target[] = [
-    direct,
-    {
-      name: 'bare node:http proxy',
-      origin: `http://127.0.0.1:${bare.match[1]}`,
-      path: '/v1/chat/completions',
-      headers: {},
-      pid: bare.pid,
-    },
-    tollgate.target,
-    ...(portkey ? [portkey.target] : []),
-  ];
+  const targets: Target[] = [direct, bareTarget, tollgate.target, ...(portkey ? [portkey.target] : [])];
   const ratios = { bare: [] as number[], peer: [] as number[] };
   const rows = new Map<string, Row>(
     targets.map((t) => [
@@ -245,7 +206,6 @@ async function main(): Promise<void> {
   );
 
   try {
-    const bareTarget = targets[1]!;
     if (STREAM_CPU_ONLY) {
       log(streamSections(await streamCpu(bareTarget, tollgate.target, baseline?.target)).join('\n'));
       return;

@@ -28,7 +28,8 @@ export function summarize(values: number[]): { p50: number; p99: number; max: nu
   };
 }
 
-async function send(pool: Pool, target: Target, body: string): Promise<number> {
+/** One request; its status once its answer is read. */
+export async function send(pool: Pool, target: Target, body: string): Promise<number> {
   const response = await pool.request({
     path: target.path,
     method: 'POST',

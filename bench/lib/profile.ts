@@ -106,11 +106,17 @@ export async function profileTollgate(options: {
   connections: number;
   seconds: number;
   outDir: string;
+  /** The checkout whose Tollgate is profiled (this one by default). */
+  build?: string | undefined;
 }): Promise<ProfileSummary> {
   const { outDir, connections, body } = options;
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
-  const tollgate = await startTollgate(options.mockPort, ['--cpu-prof', `--cpu-prof-dir=${outDir}`]);
+  const tollgate = await startTollgate(
+    options.mockPort,
+    ['--cpu-prof', `--cpu-prof-dir=${outDir}`],
+    options.build,
+  );
   try {
     await closedLoop(tollgate.target, connections, 3_000, body);
     const before = cpuSeconds(tollgate.process.pid);

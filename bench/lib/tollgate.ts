@@ -9,12 +9,15 @@ const ADMIN = 'tg-admin-bench-0123456789abcdef';
 
 /**
  * Starts Tollgate pinned to core 0 on a fresh embedded store, routing `model-b` to the mock, with one
- * Enterprise account holding ample credit, so nothing is refused; `nodeFlags` go before the entry point.
+ * Enterprise account holding ample credit, so nothing is refused; `nodeFlags` go before the entry point, and
+ * `launcher` (a command and its arguments, e.g. valgrind's) before node, which then has `readyMs` to start.
  */
 export async function startTollgate(
   mockPort: number,
   nodeFlags: string[] = [],
   root: string = ROOT,
+  launcher: string[] = [],
+  readyMs = 30_000,
 ): Promise<{ process: Started; target: Target; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const config = join(dir, 'tollgate.yaml');
@@ -49,10 +52,11 @@ export async function startTollgate(
     ].join('\n'),
   );
   // Started as `npm start` starts it (package.json): the same V8 and malloc settings.
+  const [command, ...prefix] = [...launcher, process.execPath];
   const started = await startPinned(
     0,
-    process.execPath,
-    [...nodeFlags, '--max-semi-space-size=4', join(root, 'src/main.ts')],
+    command,
+    [...prefix, ...nodeFlags, '--max-semi-space-size=4', join(root, 'src/main.ts')],
     {
       MALLOC_ARENA_MAX: '2',
       PORT: '0',
@@ -63,6 +67,7 @@ export async function startTollgate(
       LOG_LEVEL: 'warn',
     },
     /listening on (http:\/\/[\d.:]+)/,
+    readyMs,
   );
   const origin = started.match[1]!;
   const call = async (method: string, path: string, key: string, body?: unknown) => {

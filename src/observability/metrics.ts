@@ -10,6 +10,7 @@ export class Metrics {
     help: 'Chat requests by public model, provider and outcome',
     labelNames: ['model', 'provider', 'status'] as const,
     registers: [this.registry],
+    collect: () => this.#addCounts(),
   });
   readonly latency = new Histogram({
     name: 'tollgate_chat_request_duration_seconds',
@@ -42,6 +43,7 @@ export class Metrics {
     help: 'Tokens metered by public model and direction',
     labelNames: ['model', 'type'] as const,
     registers: [this.registry],
+    collect: () => this.#addCounts(),
   });
   readonly rejected = new Counter({
     name: 'tollgate_rejected_requests_total',
@@ -74,7 +76,11 @@ export class Metrics {
     this.processFaults.inc({ kind: 'unhandled_rejection' }, 0);
   }
 
-  /** Counts one finished chat request: outcome, duration, time to first token (streams), tokens. */
+  /**
+   * Counts one finished chat request: outcome, duration, time to first token (streams), tokens. The request and
+   * token counts are kept as plain numbers and added to their counters when a scrape reads them (#addCounts):
+   * prom-client builds a label key and checks the labels on every increment, three times a request otherwise.
+   */
   recordRequest(
     model: string,
     provider: string,
@@ -88,26 +94,47 @@ export class Metrics {
     let series = this.#outcomes.get(key);
     if (!series) {
       series = {
-        requests: this.requests.labels(model, provider, status),
+        model,
+        provider,
+        status,
+        requests: 0,
+        promptTokens: 0,
+        completionTokens: 0,
         latency: this.latency.labels(model, provider),
         ttft: this.ttft.labels(model, provider),
-        prompt: this.tokens.labels(model, 'prompt'),
-        completion: this.tokens.labels(model, 'completion'),
       };
       this.#outcomes.set(key, series);
     }
-    series.requests.inc();
+    series.requests += 1;
+    series.promptTokens += promptTokens;
+    series.completionTokens += completionTokens;
     series.latency.observe(seconds);
     if (ttftSeconds !== null) series.ttft.observe(ttftSeconds);
-    series.prompt.inc(promptTokens);
-    series.completion.inc(completionTokens);
+  }
+
+  /** Adds the counts recorded since the last scrape to the request and token counters (their collect hook). */
+  #addCounts(): void {
+    for (const series of this.#outcomes.values()) {
+      if (series.requests === 0) continue;
+      const { model, provider, status } = series;
+      this.requests.inc({ model, provider, status }, series.requests);
+      this.tokens.inc({ model, type: 'prompt' }, series.promptTokens);
+      this.tokens.inc({ model, type: 'completion' }, series.completionTokens);
+      series.requests = 0;
+      series.promptTokens = 0;
+      series.completionTokens = 0;
+    }
   }
 }
 
 interface OutcomeSeries {
-  requests: { inc(): void };
+  model: string;
+  provider: string;
+  status: string;
+  /** Recorded since the counters were last read. */
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
   latency: { observe(value: number): void };
   ttft: { observe(value: number): void };
-  prompt: { inc(value: number): void };
-  completion: { inc(value: number): void };
 }

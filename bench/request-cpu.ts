@@ -1,0 +1,73 @@
+// Non-streamed CPU per request of several Tollgate builds side by side, against the bare proxy, in one run:
+// `node bench/request-cpu.ts --build=DIR --build=DIR …` (each DIR a checkout with node_modules; this checkout is
+// always measured first), `--rounds=N` (default 3), `--slices=N` per round (default 6, 1.5 s each),
+// `--connections=N` (default 16). The targets take turns in every slice, as the harness's non-streamed section
+// does, so a before/after comparison of the request path is not at the mercy of the shared machine's load.
+import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { cpuSlices } from './lib/cpu-slices.ts';
+import { closedLoop } from './lib/load.ts';
+import { startMock } from './lib/mock.ts';
+import { CAN_PIN } from './lib/processes.ts';
+import { startBareProxy } from './lib/bare.ts';
+import { startTollgate } from './lib/tollgate.ts';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const option = (name: string): string[] =>
+  process.argv.filter((a) => a.startsWith(`--${name}=`)).map((a) => a.slice(name.length + 3));
+const BUILDS = [ROOT, ...option('build')];
+const ROUNDS = Number(option('rounds')[0] ?? 3);
+const SLICES = Number(option('slices')[0] ?? 6);
+const CONNECTIONS = Number(option('connections')[0] ?? 16);
+const BARE = 'bare node:http proxy';
+
+/** A build's name: its commit, and "(this)" for this checkout even when its tree has changes. */
+function nameOf(dir: string): string {
+  const commit = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD']).toString().trim();
+  return dir === ROOT ? `${commit} (this)` : commit;
+}
+
+const median = (values: number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+async function main(): Promise<void> {
+  if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+  const { process: mock, port: mockPort } = await startMock();
+  const { process: bare, target: bareTarget } = await startBareProxy(mockPort);
+  const builds = [];
+  try {
+    for (const dir of BUILDS) builds.push({ root: dir, ...(await startTollgate(mockPort, [], dir)) });
+    const targets = [bareTarget, ...builds.map((b) => ({ ...b.target, name: nameOf(b.root) }))];
+    for (const target of targets) await closedLoop(target, CONNECTIONS, 2_000);
+    const micros = new Map(targets.map((t) => [t.name, [] as number[]]));
+    const ratios = new Map(targets.map((t) => [t.name, [] as number[]]));
+    for (let round = 1; round <= ROUNDS; round++) {
+      const totals = await cpuSlices(targets, SLICES, 1_500, CONNECTIONS);
+      const perRequest = (name: string): number => {
+        const total = totals.get(name)!;
+        if (total.non200 > 0)
+          throw new Error(`${name} answered ${total.non200} requests with other than 200`);
+        return (total.cpuSeconds * 1e6) / total.requests;
+      };
+      const line = targets.map((t) => {
+        micros.get(t.name)!.push(perRequest(t.name));
+        ratios.get(t.name)!.push(perRequest(t.name) / perRequest(BARE));
+        return `${t.name} ${perRequest(t.name).toFixed(0)} µs (${(perRequest(t.name) / perRequest(BARE)).toFixed(2)}×)`;
+      });
+      console.log(`round ${round}/${ROUNDS}: ${line.join(', ')}`);
+    }
+    console.log(`\n| target | CPU µs/request (rounds) | ÷ bare proxy, median of rounds |\n|---|---:|---:|`);
+    for (const t of targets)
+      console.log(
+        `| ${t.name} | ${median(micros.get(t.name)!).toFixed(0)} (${micros
+          .get(t.name)!
+          .map((m) => m.toFixed(0))
+          .join(', ')}) | ${median(ratios.get(t.name)!).toFixed(2)}× |`,
+      );
+  } finally {
+    await Promise.all([mock.stop(), bare.stop(), ...builds.map((b) => b.process.stop())]);
+    for (const b of builds) rmSync(b.dir, { force: true, recursive: true });
+  }
+}
+
+await main();

@@ -127,11 +127,15 @@ class SqliteDb implements Db {
 
   async run(sql: string, params: readonly SqlParam[] = []): Promise<number> {
     while (this.#txDone) await this.#txDone;
-    const changes = this.#changes();
+    // The statement's own count says whether it changed a row (SQLite's triggers fire per changed row, so none
+    // ran if it is 0): no total_changes() read before and after, as all and get need for RETURNING statements.
+    // A statement that throws counts as a change.
+    let changed = -1;
     try {
-      return this.runNow(sql, params);
+      changed = this.runNow(sql, params);
+      return changed;
     } finally {
-      this.#countChanges(changes);
+      if (changed !== 0) this.#writes++;
     }
   }
 

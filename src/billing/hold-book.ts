@@ -22,6 +22,18 @@ export interface HoldBook {
     expiresAt: number,
     key?: KeyBudget,
   ): Promise<boolean>;
+  /**
+   * `hold` without a promise, for a book that needs no I/O to decide (in-process holds): the request path calls
+   * it when present. Throws where `hold` would reject.
+   */
+  holdNow?(
+    requestId: string,
+    accountId: string,
+    amountMicros: number,
+    now: number,
+    expiresAt: number,
+    key?: KeyBudget,
+  ): boolean;
   /** The settlements of these requests have committed (at `now`, clock time): their holds are gone. */
   settled(requestIds: readonly string[], now: number): void;
   /** What this book holds for the account beyond the database's hold rows (requests in flight). */
@@ -123,9 +135,20 @@ class ProcessHoldBook implements HoldBook {
     accountId: string,
     amountMicros: number,
     now: number,
-    _expiresAt?: number,
+    expiresAt: number,
     key?: KeyBudget,
   ): Promise<boolean> {
+    return this.holdNow(requestId, accountId, amountMicros, now, expiresAt, key);
+  }
+
+  holdNow(
+    requestId: string,
+    accountId: string,
+    amountMicros: number,
+    now: number,
+    _expiresAt: number,
+    key?: KeyBudget,
+  ): boolean {
     const credit = this.#available(accountId, now);
     if (credit === undefined) return false;
     const held = this.#heldOf(accountId);

@@ -72,7 +72,7 @@ export class SettlementQueue {
     this.#pending.push(settlement);
     if (this.#running || this.#retryTimer) return;
     if (this.#pending.length >= this.#maxBatch) void this.#commitNow();
-    else this.#gatherTimer ??= setTimeout(() => void this.#commitNow(), this.#windowMs);
+    else this.#gatherTimer ??= setTimeout(this.#commitGathered, this.#windowMs);
   }
 
   /** Resolves once everything queued before the call is committed (or is being retried). */
@@ -116,15 +116,21 @@ export class SettlementQueue {
     }
   }
 
+  /** The gathering window ended: the commit starts in the timer's own callback, on nobody's stack. */
+  readonly #commitGathered = (): void => {
+    this.#gatherTimer = undefined;
+    this.#running ??= this.#run(true);
+  };
+
   #commitNow(): Promise<void> {
     clearTimeout(this.#gatherTimer);
     this.#gatherTimer = undefined;
-    return (this.#running ??= this.#run());
+    return (this.#running ??= this.#run(false));
   }
 
-  async #run(): Promise<void> {
+  async #run(offStack: boolean): Promise<void> {
     // Never on the caller's stack: a full batch found by `add` commits after the current response is out.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (!offStack) await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       while (this.#pending.length > 0) {
         const batch = this.#pending.slice(0, this.#maxBatch);

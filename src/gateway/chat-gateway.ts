@@ -119,14 +119,11 @@ export class ChatGateway {
     }
     const reservedTokens = promptTokens + (request.maxTokens ?? 0);
     const limits = this.#o.limitsOf(account);
-    if (limits.dailyTokens !== null && limiter.seedDaily) await this.#seedDaily(key.id, now);
-    const admission = await limiter.admit({
-      subject: key.id,
-      requestId: ctx.requestId,
-      limits,
-      tokens: reservedTokens,
-      now,
-    });
+    if (limits.dailyTokens !== null && limiter.seedDaily && this.#unseeded(key.id, now))
+      await this.#seedDaily(key.id, now);
+    const asked = { subject: key.id, requestId: ctx.requestId, limits, tokens: reservedTokens, now };
+    // In memory, admission and the hold below run in one synchronous step: no promise, no turn in between.
+    const admission = limiter.admitNow ? limiter.admitNow(asked) : await limiter.admit(asked);
     if (!admission.allowed) {
       const reason = admission.reason ?? 'requests';
       const message =
@@ -141,18 +138,28 @@ export class ChatGateway {
       );
     }
     const holdMicros = costMicros(model, promptTokens, request.maxTokens ?? model.defaultMaxTokens);
+    const { holds } = this.#o;
     let held: boolean;
     try {
       held =
         holdMicros === 0 ||
-        (await this.#o.holds.hold(
-          ctx.requestId,
-          account.id,
-          holdMicros,
-          now,
-          now + HOLD_TTL_MS,
-          keyBudgetOf(key, now),
-        ));
+        (holds.holdNow
+          ? holds.holdNow(
+              ctx.requestId,
+              account.id,
+              holdMicros,
+              now,
+              now + HOLD_TTL_MS,
+              keyBudgetOf(key, now),
+            )
+          : await holds.hold(
+              ctx.requestId,
+              account.id,
+              holdMicros,
+              now,
+              now + HOLD_TTL_MS,
+              keyBudgetOf(key, now),
+            ));
     } catch (error) {
       // The database failed mid-hold (it went away): the hold may have been taken though the answer was lost.
       // A settlement of nothing releases it whenever the database is back. The request was refused for our
@@ -181,14 +188,20 @@ export class ChatGateway {
     return countPromptTokensYielding(request.messages, request.tools, Infinity);
   }
 
-  /** Once per key and UTC day in this process: the tokens the store already holds for today. */
-  async #seedDaily(keyId: string, now: number): Promise<void> {
+  /** Whether this process has yet to seed the key's daily count today (checked without a promise). */
+  #unseeded(keyId: string, now: number): boolean {
     const day = utcDay(now);
     if (day !== this.#seededDay) {
       this.#seeded = new Set();
       this.#seededDay = day;
     }
-    if (this.#seeded.has(keyId)) return;
+    return !this.#seeded.has(keyId);
+  }
+
+  /** Once per key and UTC day in this process: the tokens the store already holds for today. */
+  async #seedDaily(keyId: string, now: number): Promise<void> {
+    if (!this.#unseeded(keyId, now)) return;
+    const day = this.#seededDay;
     this.#seeded.add(keyId);
     // Settlements of this process not yet committed are already in the limiter; committed ones are in
     // the store. Flushing first makes the two disjoint, so nothing is counted twice.
@@ -317,7 +330,7 @@ export class ChatGateway {
       ttftMs: firstAt - ctx.arrivedAt,
     });
     // The last byte waits for the journal (holds in Redis): an answer sent is charged even if we die now.
-    await journaled;
+    if (journaled !== undefined) await journaled;
     sink.end();
   }
 
@@ -414,16 +427,14 @@ export class ChatGateway {
     };
     settlements.add(settlement);
     const journaled = holds.finished?.(settlement);
-    (giveBack
-      ? limiter.release(ctx.key.id, ctx.requestId, reservedTokens, now)
-      : limiter.reconcile(
-          ctx.key.id,
-          ctx.requestId,
-          reservedTokens,
-          outcome.promptTokens + outcome.completionTokens,
-          now,
-        )
-    ).catch((error: unknown) => logger.warn({ err: error }, 'rate-limit reconcile failed'));
+    const used = outcome.promptTokens + outcome.completionTokens;
+    if (!giveBack && limiter.reconcileNow)
+      limiter.reconcileNow(ctx.key.id, ctx.requestId, reservedTokens, used, now);
+    else
+      (giveBack
+        ? limiter.release(ctx.key.id, ctx.requestId, reservedTokens, now)
+        : limiter.reconcile(ctx.key.id, ctx.requestId, reservedTokens, used, now)
+      ).catch((error: unknown) => logger.warn({ err: error }, 'rate-limit reconcile failed'));
     metrics.recordRequest(
       request.model,
       outcome.provider,

@@ -9,22 +9,20 @@ import { answerHeaders } from './answer-headers.ts';
 import { errorHeaders, isLogged, toGatewayError } from './error-handler.ts';
 import { asUser } from './routes/principal.ts';
 import { chatCompletionsSink, createSseSink } from './sse-sink.ts';
-import type { FrontDoor } from './front-door.ts';
+import type { Exchange, FrontDoor } from './front-door.ts';
 import { messagesDoor, countTokensDoor } from './messages-door.ts';
 import { RESPONSES_PATH, responsesDoor, responsesNotStored } from './responses-door.ts';
 
 export const CHAT_PATH = '/v1/chat/completions';
 
-/** Chat completions: the canonical form itself; nothing to translate. */
+/** Chat completions: the canonical form itself; nothing to translate (and nothing made per request but the body). */
+const chatStreamSink: Exchange['streamSink'] = (text, admitted) =>
+  chatCompletionsSink(text, admitted.request.includeUsage, admitted.request.model);
+const chatAnswer: Exchange['answer'] = (completion) => completion;
 const chatDoor: FrontDoor = {
   token: (req) => bearerToken(req.headers.authorization),
   idHeaders: (requestId) => ({ 'x-request-id': requestId }),
-  exchange: (body) => ({
-    chatBody: body,
-    streamSink: (text, admitted) =>
-      chatCompletionsSink(text, admitted.request.includeUsage, admitted.request.model),
-    answer: (completion) => completion,
-  }),
+  exchange: (body) => ({ chatBody: body, streamSink: chatStreamSink, answer: chatAnswer }),
   errorBody: (error) => error.toBody(),
 };
 

@@ -10,63 +10,87 @@ import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
  * `baseHeaders` (the request id) go out with the headers the stream is opened with.
  */
 export function createSseSink(response: ServerResponse, baseHeaders: Record<string, string>): TextSink {
-  const listeners: (() => void)[] = [];
-  let closed = false;
-  let ended = false;
-  response.on('close', () => {
-    if (response.writableFinished) return;
-    closed = true;
-    for (const listener of listeners.splice(0)) listener();
-  });
-  return {
-    open(headers) {
-      if (closed || response.headersSent) return;
-      response.writeHead(200, {
-        ...baseHeaders,
-        ...headers,
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
-    },
-    write(data) {
-      // A write after the end would be an 'error' event on the response: it is never made.
-      return closed || ended ? true : response.write(data);
-    },
-    drain(timeoutMs) {
-      if (closed || ended) return Promise.resolve();
-      return new Promise((resolve) => {
-        const done = (): void => {
-          clearTimeout(timer);
-          response.off('drain', done);
-          response.off('close', done);
-          resolve();
-        };
-        // The client took nothing for the idle time: cut it off (its 'close' ends the wait and the stream).
-        const timer = setTimeout(() => response.destroy(), timeoutMs);
-        response.on('drain', done);
-        response.on('close', done);
-      });
-    },
-    end() {
-      if (closed || ended) return;
-      ended = true;
-      response.end();
-    },
-    endWith(last) {
-      if (closed || ended) return;
-      ended = true;
-      response.end(last);
-    },
-    get closed() {
-      return closed;
-    },
-    onClose(listener) {
-      if (closed) listener();
-      else listeners.push(listener);
-    },
-  };
+  return new SseSink(response, baseHeaders);
+}
+
+/**
+ * The text sink of one response, as a class: its methods are shared, and a stream allocates its few fields and
+ * one close listener rather than a closure per method.
+ */
+class SseSink implements TextSink {
+  readonly #response: ServerResponse;
+  readonly #baseHeaders: Record<string, string>;
+  #listeners: (() => void)[] | undefined;
+  #closed = false;
+  #ended = false;
+
+  constructor(response: ServerResponse, baseHeaders: Record<string, string>) {
+    this.#response = response;
+    this.#baseHeaders = baseHeaders;
+    response.on('close', () => {
+      if (response.writableFinished) return;
+      this.#closed = true;
+      const listeners = this.#listeners;
+      this.#listeners = undefined;
+      if (listeners !== undefined) for (const listener of listeners) listener();
+    });
+  }
+
+  open(headers: Record<string, string>): void {
+    const response = this.#response;
+    if (this.#closed || response.headersSent) return;
+    response.writeHead(200, {
+      ...this.#baseHeaders,
+      ...headers,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+  }
+
+  write(data: string | Buffer): boolean {
+    // A write after the end would be an 'error' event on the response: it is never made.
+    return this.#closed || this.#ended ? true : this.#response.write(data);
+  }
+
+  drain(timeoutMs: number): Promise<void> {
+    if (this.#closed || this.#ended) return Promise.resolve();
+    const response = this.#response;
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        response.off('drain', done);
+        response.off('close', done);
+        resolve();
+      };
+      // The client took nothing for the idle time: cut it off (its 'close' ends the wait and the stream).
+      const timer = setTimeout(() => response.destroy(), timeoutMs);
+      response.on('drain', done);
+      response.on('close', done);
+    });
+  }
+
+  end(): void {
+    if (this.#closed || this.#ended) return;
+    this.#ended = true;
+    this.#response.end();
+  }
+
+  endWith(last: string): void {
+    if (this.#closed || this.#ended) return;
+    this.#ended = true;
+    this.#response.end(last);
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  onClose(listener: () => void): void {
+    if (this.#closed) listener();
+    else (this.#listeners ??= []).push(listener);
+  }
 }
 
 /**

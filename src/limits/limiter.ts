@@ -52,6 +52,11 @@ export interface Admission extends RateLimits {
  */
 export interface Limiter {
   admit(request: AdmissionRequest): Promise<Admission>;
+  /**
+   * The same admission without a promise, for a limiter that needs no I/O (memory): the request path calls it
+   * when present, so a request's admission and its credit hold run in one synchronous step.
+   */
+  admitNow?(request: AdmissionRequest): Admission;
   /** Replaces the tokens a request reserved with what it actually used (its request still counts). */
   reconcile(
     subject: string,
@@ -60,6 +65,14 @@ export interface Limiter {
     actualTokens: number,
     now: number,
   ): Promise<void>;
+  /** `reconcile` without a promise, for a limiter that needs no I/O (memory). */
+  reconcileNow?(
+    subject: string,
+    requestId: string,
+    reservedTokens: number,
+    actualTokens: number,
+    now: number,
+  ): void;
   /** Gives back everything a request took (it was refused later, e.g. for want of credit). */
   release(subject: string, requestId: string, tokens: number, now: number): Promise<void>;
   /**

@@ -22,6 +22,7 @@ import { type PassChunk, RawChunk, RawText } from './raw-chunk.ts';
 import type { EventBatch, StreamEvent } from './stream-event.ts';
 import type { AnswerFacts, StreamSink } from './stream-sink.ts';
 import { utcDay } from '../shared/time.ts';
+import { withoutUpstreamJson } from './upstream-json.ts';
 import { formatUsd } from '../shared/money.ts';
 
 /** How long a hold lives if its request never settles (its instance died): then a job releases it. */
@@ -227,12 +228,14 @@ export class ChatGateway {
     const estimated = !isUsage(usage);
     const prompt = estimated ? promptTokens : usage.prompt_tokens;
     const generated = estimated ? completionTokensOf(completion) : usage.completion_tokens;
-    if (estimated)
+    if (estimated) {
+      withoutUpstreamJson(completion);
       completion.usage = {
         prompt_tokens: prompt,
         completion_tokens: generated,
         total_tokens: prompt + generated,
       };
+    }
     const { cost, journaled } = this.#finish(admitted, {
       status: 'ok',
       promptTokens: prompt,

@@ -6,6 +6,7 @@ import { bearerToken } from './auth-hook.ts';
 import { createClientAddress } from './client-address.ts';
 import { countJsonValues } from './count-json-values.ts';
 import { answerHeaders } from './answer-headers.ts';
+import { completionJson } from '../gateway/upstream-json.ts';
 import { errorHeaders, isLogged, toGatewayError } from './error-handler.ts';
 import { asUser } from './routes/principal.ts';
 import { chatCompletionsSink, createSseSink } from './sse-sink.ts';
@@ -124,12 +125,10 @@ async function serveChat(
       if (!res.writableFinished) abort.abort();
     });
     const answered = await services.gateway.complete(admitted, abort.signal);
-    sendJson(
-      res,
-      200,
-      { ...answerHeaders(answered), ...door.idHeaders(requestId) },
-      exchange.answer(answered.completion, admitted),
-    );
+    const headers = Object.assign(answerHeaders(answered), door.idHeaders(requestId));
+    // Chat completions answer with the completion itself: the upstream's own JSON text where it was kept.
+    if (door === chatDoor) sendJsonText(res, 200, headers, completionJson(answered.completion));
+    else sendJsonText(res, 200, headers, JSON.stringify(exchange.answer(answered.completion, admitted)));
   } catch (error) {
     const failure = toGatewayError(error);
     if (isLogged(failure)) services.logger.error({ err: error, reqId: requestId }, 'request failed');
@@ -154,12 +153,19 @@ function sendJson(
   headers: Record<string, string>,
   value: unknown,
 ): void {
-  const json = JSON.stringify(value);
-  res.writeHead(status, {
-    ...headers,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(json),
-  });
+  sendJsonText(res, status, { ...headers }, JSON.stringify(value));
+}
+
+/** Writes `json` as the whole answer, in one write with its headers; `headers` is a new map of the caller's, added to. */
+function sendJsonText(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string | number>,
+  json: string,
+): void {
+  headers['content-type'] = 'application/json; charset=utf-8';
+  headers['content-length'] = Buffer.byteLength(json);
+  res.writeHead(status, headers);
   res.end(json);
 }
 

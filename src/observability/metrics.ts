@@ -1,4 +1,5 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { CountedHistogram, type HistogramSeries } from './counted-histogram.ts';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -12,21 +13,21 @@ export class Metrics {
     registers: [this.registry],
     collect: () => this.#addCounts(),
   });
-  readonly latency = new Histogram({
+  readonly latency = new CountedHistogram({
     name: 'tollgate_chat_request_duration_seconds',
     help: 'Chat request duration by public model',
     labelNames: ['model', 'provider'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [this.registry],
   });
-  readonly ttft = new Histogram({
+  readonly ttft = new CountedHistogram({
     name: 'tollgate_chat_time_to_first_token_seconds',
     help: 'Time to the first streamed chunk',
     labelNames: ['model', 'provider'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [this.registry],
   });
-  readonly overhead = new Histogram({
+  readonly overhead = new CountedHistogram({
     name: 'tollgate_gateway_overhead_seconds',
     help: 'Time spent in the gateway, upstream time excluded',
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05],
@@ -79,7 +80,8 @@ export class Metrics {
   /**
    * Counts one finished chat request: outcome, duration, time to first token (streams), tokens. The request and
    * token counts are kept as plain numbers and added to their counters when a scrape reads them (#addCounts):
-   * prom-client builds a label key and checks the labels on every increment, three times a request otherwise.
+   * prom-client builds a label key and checks the labels on every increment, three times a request otherwise;
+   * the histograms are plain counts too (CountedHistogram).
    */
   recordRequest(
     model: string,
@@ -100,8 +102,9 @@ export class Metrics {
         requests: 0,
         promptTokens: 0,
         completionTokens: 0,
-        latency: this.latency.labels(model, provider),
-        ttft: this.ttft.labels(model, provider),
+        latency: this.latency.series(model, provider),
+        // Made on the first time to first token: a histogram of whole answers' shows no series.
+        ttft: undefined,
       };
       this.#outcomes.set(key, series);
     }
@@ -109,7 +112,7 @@ export class Metrics {
     series.promptTokens += promptTokens;
     series.completionTokens += completionTokens;
     series.latency.observe(seconds);
-    if (ttftSeconds !== null) series.ttft.observe(ttftSeconds);
+    if (ttftSeconds !== null) (series.ttft ??= this.ttft.series(model, provider)).observe(ttftSeconds);
   }
 
   /** Adds the counts recorded since the last scrape to the request and token counters (their collect hook). */
@@ -135,6 +138,6 @@ interface OutcomeSeries {
   requests: number;
   promptTokens: number;
   completionTokens: number;
-  latency: { observe(value: number): void };
-  ttft: { observe(value: number): void };
+  latency: HistogramSeries;
+  ttft: HistogramSeries | undefined;
 }

@@ -29,6 +29,13 @@ export interface UpstreamClient {
     body: string,
     signal: AbortSignal,
   ): Promise<unknown>;
+  /** As postJson, with the answer's text beside its parse (to pass the upstream's own JSON on). */
+  postJsonText(
+    path: string,
+    headers: Record<string, string>,
+    body: string,
+    signal: AbortSignal,
+  ): Promise<JsonAnswer>;
   /**
    * The pass-through fast path: sends a stream request and reads its events off undici's dispatch callbacks, with
    * no body stream and no promise per chunk. `decode` turns each event's data into a chunk, `DONE` for the
@@ -43,6 +50,12 @@ export interface UpstreamClient {
     decode: (data: Buffer) => PassChunk | typeof DONE,
   ): Promise<PassThroughStream>;
   close(): Promise<void>;
+}
+
+/** A whole JSON answer: its parse, and the text it was parsed from. */
+export interface JsonAnswer {
+  value: unknown;
+  text: string;
 }
 
 /** What `decode` answers for the stream's terminal event. */
@@ -82,52 +95,20 @@ export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig):
         throw toProviderError(error, signal);
       }
     },
-    postJson(path, headers, body, signal) {
-      return new Promise((resolve, reject) => {
-        // Read with a dispatch handler rather than a body stream: a whole answer needs no stream machinery,
-        // which cost more CPU than the rest of the upstream call (docs/performance.md).
-        const chunks: Buffer[] = [];
-        let length = 0;
-        let status = 0;
-        let answerHeaders: UpstreamResponse['headers'] = {};
-        let controller: Dispatcher.DispatchController | undefined;
-        const onAbort = (): void => controller?.abort(new Error('request aborted'));
-        const settle = (): void => signal.removeEventListener('abort', onAbort);
-        if (signal.aborted) return reject(toProviderError(signal.reason, signal));
-        signal.addEventListener('abort', onAbort, { once: true });
-        pool.dispatch(requestOf(path, headers, body), {
-          onRequestStart(started) {
-            controller = started;
-            if (signal.aborted) started.abort(new Error('request aborted'));
-          },
-          onResponseStart(_controller, statusCode, responseHeaders) {
-            status = statusCode;
-            answerHeaders = responseHeaders;
-          },
-          onResponseData(reading, chunk) {
-            length += chunk.length;
-            if (length <= MAX_ANSWER_BYTES) chunks.push(chunk);
-            else reading.abort(new ProviderError('protocol', 'upstream answer is too large'));
-          },
-          onResponseEnd() {
-            settle();
-            const text = chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks).toString();
-            if (status !== 200) return reject(errorFromAnswer(status, answerHeaders, text));
-            try {
-              resolve(JSON.parse(text));
-            } catch (error) {
-              reject(
-                new ProviderError('protocol', 'upstream answered with malformed JSON', { cause: error }),
-              );
-            }
-          },
-          onResponseError(_controller, error) {
-            settle();
-            reject(toProviderError(error, signal));
-          },
-        });
-      });
-    },
+    postJson: (path, headers, body, signal) =>
+      new Promise((resolve, reject) =>
+        readJson(pool, requestOf(path, headers, body), signal, (value) => resolve(value), reject),
+      ),
+    postJsonText: (path, headers, body, signal) =>
+      new Promise((resolve, reject) =>
+        readJson(
+          pool,
+          requestOf(path, headers, body),
+          signal,
+          (value, text) => resolve({ value, text }),
+          reject,
+        ),
+      ),
     postEvents(path, headers, body, signal, decode) {
       return new Promise((resolve, reject) => {
         if (signal.aborted) return reject(toProviderError(signal.reason, signal));
@@ -138,6 +119,61 @@ export function createUpstreamClient(baseUrl: string, timeouts: TimeoutsConfig):
     },
     close: () => pool.close(),
   };
+}
+
+/**
+ * Sends a request and reads its whole JSON answer with a dispatch handler: `resolve` gets the parse and its text;
+ * `reject` a ProviderError (the upstream's own error for a status other than 200, `protocol` for a body that is
+ * not JSON or is over 16 MiB, the transport's failure mapped by toProviderError).
+ */
+function readJson(
+  pool: Pool,
+  request: Dispatcher.DispatchOptions,
+  signal: AbortSignal,
+  resolve: (value: unknown, text: string) => void,
+  reject: (error: ProviderError) => void,
+): void {
+  // Read with a dispatch handler rather than a body stream: a whole answer needs no stream machinery,
+  // which cost more CPU than the rest of the upstream call (docs/performance.md).
+  const chunks: Buffer[] = [];
+  let length = 0;
+  let status = 0;
+  let answerHeaders: UpstreamResponse['headers'] = {};
+  let controller: Dispatcher.DispatchController | undefined;
+  const onAbort = (): void => controller?.abort(new Error('request aborted'));
+  const settle = (): void => signal.removeEventListener('abort', onAbort);
+  if (signal.aborted) return reject(toProviderError(signal.reason, signal));
+  // No `once`: the listener is removed as the answer settles, and a signal aborts once.
+  signal.addEventListener('abort', onAbort);
+  pool.dispatch(request, {
+    onRequestStart(started) {
+      controller = started;
+      if (signal.aborted) started.abort(new Error('request aborted'));
+    },
+    onResponseStart(_controller, statusCode, responseHeaders) {
+      status = statusCode;
+      answerHeaders = responseHeaders;
+    },
+    onResponseData(reading, chunk) {
+      length += chunk.length;
+      if (length <= MAX_ANSWER_BYTES) chunks.push(chunk);
+      else reading.abort(new ProviderError('protocol', 'upstream answer is too large'));
+    },
+    onResponseEnd() {
+      settle();
+      const text = chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks).toString();
+      if (status !== 200) return reject(errorFromAnswer(status, answerHeaders, text));
+      try {
+        resolve(JSON.parse(text), text);
+      } catch (error) {
+        reject(new ProviderError('protocol', 'upstream answered with malformed JSON', { cause: error }));
+      }
+    },
+    onResponseError(_controller, error) {
+      settle();
+      reject(toProviderError(error, signal));
+    },
+  });
 }
 
 /** What is read off a stream after its terminal event before the connection is given up rather than reused. */

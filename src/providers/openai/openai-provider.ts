@@ -6,6 +6,7 @@ import type { PassChunk } from '../../gateway/raw-chunk.ts';
 import { createUpstreamClient, DONE, parseEventData, errorFromResponse } from '../upstream-http.ts';
 import { type EventDecoder, readEventBatches } from '../event-batches.ts';
 import { chunkEvents } from './chunk-events.ts';
+import { keepUpstreamJson } from '../../gateway/upstream-json.ts';
 
 /**
  * Any OpenAI-compatible upstream (OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp, DeepSeek, Groq, Together,
@@ -27,9 +28,17 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
         stream: false,
       };
       delete body['stream_options'];
-      const parsed = await client.postJson('/chat/completions', headers, JSON.stringify(body), call.signal);
+      const answer = await client.postJsonText(
+        '/chat/completions',
+        headers,
+        JSON.stringify(body),
+        call.signal,
+      );
+      const parsed = answer.value;
       if (!isCompletion(parsed))
         throw new ProviderError('protocol', 'upstream answer is not a chat completion');
+      // The answer goes back in the upstream's own words but for `model`: no serialising of the parse.
+      keepUpstreamJson(parsed, answer.text);
       return parsed;
     },
     async *stream(call) {

@@ -10,7 +10,16 @@
 // the mock upstream and this load generator to core 1. Results go to docs/performance.md; exit status 1 if
 // Tollgate answered anything but 200.
 import { execFileSync, execSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -61,6 +70,7 @@ const SLOW_SECONDS = SOAK_SECONDS > 0 ? SOAK_SECONDS : 30;
 const PROFILE_ONLY = args.has('--only=profile');
 /** `--only=soak`: the slow streams alone on `--build=DIR` (this checkout without it), with `--node-flags=F,G`. */
 const SOAK_ONLY = args.has('--only=soak');
+const SNAPSHOTS = args.has('--snapshots');
 const BUILD = [...args].find((a) => a.startsWith('--build='))?.slice(8);
 const NODE_FLAGS =
   [...args]
@@ -710,10 +720,34 @@ async function soakOnly(): Promise<void> {
   process.env['LOOP_HOOK_LOG'] = hookLog;
   const hook = join(ROOT, 'bench/lib/loop-hook.ts');
   // The unused mock port: every slow stream goes to the in-process simulator.
-  const tollgate = await startTollgate(9, ['--import', hook, ...NODE_FLAGS], BUILD ?? ROOT);
+  const tollgate = await startTollgate(
+    9,
+    ['--import', hook, ...(SNAPSHOTS ? ['--heapsnapshot-signal=SIGUSR2'] : []), ...NODE_FLAGS],
+    BUILD ?? ROOT,
+  );
   try {
     log(`Tollgate of ${BUILD ?? ROOT}, node flags: ${NODE_FLAGS.join(' ') || '(the start script\'s)'}`);
+    // `--snapshots`: heap snapshots (node's --heapsnapshot-signal, written to the checkout's directory) at idle and
+    // halfway through the hold, to compare what each open stream keeps alive.
+    let snapshot: NodeJS.Timeout | undefined;
+    if (SNAPSHOTS) {
+      // The idle one written whole (its size steady for 2 s) before any stream opens.
+      const taken = (): string[] => readdirSync('.').filter((f) => f.endsWith('.heapsnapshot'));
+      const earlier = taken().length;
+      process.kill(tollgate.target.pid!, 'SIGUSR2');
+      let size = -1;
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        const file = taken().sort().at(-1);
+        if (taken().length === earlier || file === undefined) continue;
+        const now = statSync(file).size;
+        if (now === size && now > 0) break;
+        size = now;
+      }
+      snapshot = setTimeout(() => process.kill(tollgate.target.pid!, 'SIGUSR2'), (10 + SLOW_SECONDS / 2) * 1_000);
+    }
     const slow = await slowStreams(tollgate.target, SLOW_STREAMS, SLOW_SECONDS);
+    clearTimeout(snapshot);
     log(slowSection(slow).join('\n'));
     const from = slow.startedAtMs / 1_000 + slow.plateauFrom;
     log(loopSummary(readFileSync(hookLog, 'utf8'), from, slow.startedAtMs / 1_000 + slow.seconds));

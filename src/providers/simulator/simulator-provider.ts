@@ -288,9 +288,10 @@ function rawChunks(base: ChunkBase): {
   return {
     content(text, first) {
       const quoted = JSON.stringify(text);
-      const bytes = Buffer.from(
-        `${prefix}${first ? RAW_ROLE : ''}${RAW_CONTENT_KEY}${quoted}${RAW_END_OF_CONTENT}`,
-      );
+      const json = `${prefix}${first ? RAW_ROLE : ''}${RAW_CONTENT_KEY}${quoted}${RAW_END_OF_CONTENT}`;
+      // A stream's first chunk may be kept to its end (the front door keeps it for a usage chunk it may have to
+      // make up): its bytes are their own, not a slice of Buffer's shared 8 KiB pool, which they would keep alive.
+      const bytes = first ? ownBytes(json) : Buffer.from(json);
       const textStart = prefixBytes + (first ? RAW_ROLE.length : 0) + RAW_CONTENT_KEY.length + 1;
       const textEnd = bytes.length - RAW_END_OF_CONTENT.length - 1;
       return new RawChunk(bytes, modelStart, modelEnd, -1, -1, textStart, textEnd, quoted.includes('\\'));
@@ -300,6 +301,13 @@ function rawChunks(base: ChunkBase): {
       return new RawChunk(bytes, modelStart, modelEnd, -1, -1, -1, -1, false);
     },
   };
+}
+
+/** `text`'s UTF-8 in a buffer of its own, of exactly that size. */
+function ownBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
 }
 
 /**
@@ -359,6 +367,9 @@ function passThrough(plan: PassPlan, signal: AbortSignal): Promise<PassThroughSt
       first: [],
       start(given) {
         handler = given;
+        // The first chunks were relayed before the start: the stream, which lives as long as its caller's relay,
+        // no longer holds them.
+        stream.first.length = 0;
         go();
       },
       resume() {

@@ -751,7 +751,8 @@ async function soakOnly(): Promise<void> {
     log(slowSection(slow).join('\n'));
     const from = slow.startedAtMs / 1_000 + slow.plateauFrom;
     log(loopSummary(readFileSync(hookLog, 'utf8'), from, slow.startedAtMs / 1_000 + slow.seconds));
-    log(`per-second log: ${hookLog}`);
+    writeFileSync(join(hookLog, '../tollgate.out'), tollgate.process.output());
+    log(`per-second log: ${hookLog}; Tollgate's output (e.g. --trace-gc-nvp): ${join(hookLog, '../tollgate.out')}`);
   } finally {
     await tollgate.process.stop();
     rmSync(tollgate.dir, { recursive: true, force: true });
@@ -760,10 +761,11 @@ async function soakOnly(): Promise<void> {
 
 /** The hook's per-second lines from `from` to `to` (Unix s): the loop's delay, the heap and GC pauses, summed up. */
 function loopSummary(tsv: string, from: number, to: number): string {
+  const origin = Number(/origin_ms=(\d+)/.exec(tsv)?.[1]);
   const rows = tsv
     .trim()
     .split('\n')
-    .slice(1)
+    .filter((line) => /^\d/.test(line))
     .map((line) => line.split('\t').map(Number))
     .filter((r) => r[0]! >= from && r[0]! <= to);
   if (rows.length === 0) return '- Tollgate event loop: no samples';
@@ -773,6 +775,7 @@ function loopSummary(tsv: string, from: number, to: number): string {
   const heap = col(3);
   return [
     `- Tollgate's event loop on the plateau (${rows.length} s): per-second max delay p50 ${median(col(2))} ms, p99 ${sortedMax[Math.floor(0.99 * (sortedMax.length - 1))]} ms, max ${sortedMax.at(-1)} ms; seconds with a delay over 500 ms: ${sortedMax.filter((v) => v > 500).length}, over 1 s: ${sortedMax.filter((v) => v > 1_000).length}; per-second p99 delay median ${median(col(1))} ms`,
+    `- The plateau in the process's own ms (those of --trace-gc): ${(from * 1_000 - origin).toFixed(0)} to ${(to * 1_000 - origin).toFixed(0)}`,
     `- Heap in use ${Math.min(...heap)}–${Math.max(...heap)} MB; GC pauses: minor ${sum(col(4))} (${sum(col(5))} ms), major ${sum(col(6))} (${sum(col(7))} ms), other ${sum(col(8))} (${sum(col(9))} ms): ${((sum(col(5)) + sum(col(7)) + sum(col(9))) / rows.length / 10).toFixed(1)}% of the time in pauses`,
   ].join('\n');
 }

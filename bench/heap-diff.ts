@@ -43,6 +43,8 @@ const rows = [...after].map(([key, a]) => {
 rows.sort((x, y) => y.size - x.size);
 const total = rows.reduce((sum, r) => sum + r.size, 0);
 const count = rows.reduce((sum, r) => sum + r.count, 0);
-process.stdout.write(`per unit: ${count.toFixed(1)} objects, ${(total / 1024).toFixed(2)} KiB (self sizes)\n`);
+process.stdout.write(
+  `per unit: ${count.toFixed(1)} objects, ${(total / 1024).toFixed(2)} KiB (self sizes)\n`,
+);
 for (const r of rows.slice(0, Number(topArg ?? 40)))
   process.stdout.write(`${r.size.toFixed(0).padStart(8)} B ${r.count.toFixed(2).padStart(8)}  ${r.key}\n`);

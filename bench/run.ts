@@ -724,6 +724,9 @@ async function soakOnly(): Promise<void> {
     9,
     ['--import', hook, ...(SNAPSHOTS ? ['--heapsnapshot-signal=SIGUSR2'] : []), ...NODE_FLAGS],
     BUILD ?? ROOT,
+    [],
+    // Slow to start on a busy machine, and slower with a profiler.
+    120_000,
   );
   try {
     log(`Tollgate of ${BUILD ?? ROOT}, node flags: ${NODE_FLAGS.join(' ') || '(the start script\'s)'}`);

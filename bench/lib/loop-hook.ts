@@ -29,7 +29,10 @@ if (isMainThread && file !== undefined) {
   }).observe({ entryTypes: ['gc'] });
   // The process's start (ms since the epoch), which V8's --trace-gc times count from.
   appendFileSync(file, `# origin_ms=${performance.timeOrigin.toFixed(0)}\n`);
-  appendFileSync(file, 'unix_s\tloop_p99_ms\tloop_max_ms\theap_mb\tminor\tminor_ms\tmajor\tmajor_ms\tother\tother_ms\n');
+  appendFileSync(
+    file,
+    'unix_s\tloop_p99_ms\tloop_max_ms\theap_mb\tminor\tminor_ms\tmajor\tmajor_ms\tother\tother_ms\n',
+  );
   setInterval(() => {
     const heap = getHeapStatistics().used_heap_size / 1e6;
     appendFileSync(

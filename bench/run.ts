@@ -4,13 +4,24 @@
 // alone, which then print and are not written to docs/performance.md; with it, `--cases=WORD` keeps the
 // CPU-per-stream cases whose upstream names WORD, e.g. `--cases=anthropic`; `--only=stream-cpu` is the
 // CPU-per-stream cases alone, printed; `--only=profile` the --cpu-prof of the 20-chunk stream alone, printed,
-// `--no-profile` leaves it out of a full run, `--profile-seconds=N` measures it N s). Gateways are pinned to core 0,
+// `--no-profile` leaves it out of a full run, `--profile-seconds=N` measures it N s; `--only=soak` the slow streams
+// alone, printed, on this checkout or `--build=DIR`'s, with `--node-flags=F,G` added to its start flags and the
+// event-loop delay and GC pauses inside it per second). Gateways are pinned to core 0,
 // the mock upstream and this load generator to core 1. Results go to docs/performance.md; exit status 1 if
 // Tollgate answered anything but 200.
 import { execFileSync, execSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
-import { cpus, totalmem } from 'node:os';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Pool } from 'undici';
@@ -57,6 +68,16 @@ const SOAK_SECONDS = Number([...args].find((a) => a.startsWith('--soak='))?.slic
 const SLOW_SECONDS = SOAK_SECONDS > 0 ? SOAK_SECONDS : 30;
 /** `--only=profile`: the --cpu-prof of the 20-chunk OpenAI-type stream alone, printed; `--no-profile`: none. */
 const PROFILE_ONLY = args.has('--only=profile');
+/** `--only=soak`: the slow streams alone on `--build=DIR` (this checkout without it), with `--node-flags=F,G`. */
+const SOAK_ONLY = args.has('--only=soak');
+const SNAPSHOTS = args.has('--snapshots');
+const BUILD = [...args].find((a) => a.startsWith('--build='))?.slice(8);
+const NODE_FLAGS =
+  [...args]
+    .find((a) => a.startsWith('--node-flags='))
+    ?.slice(13)
+    .split(',')
+    .filter(Boolean) ?? [];
 const PROFILE = !args.has('--no-profile');
 const PROFILE_SECONDS = Number(
   [...args].find((a) => a.startsWith('--profile-seconds='))?.slice(18) ?? (QUICK ? 5 : 10),
@@ -173,6 +194,7 @@ async function main(): Promise<void> {
   log(
     `pinning: ${CAN_PIN ? 'gateways on core 0, mock and load generator on core 1' : 'taskset unavailable, unpinned'}`,
   );
+  if (SOAK_ONLY) return soakOnly();
   const { process: mock, port: mockPort } = await startMock();
   const { process: bare, target: bareTarget } = await startBareProxy(mockPort);
   const tollgate = await startTollgate(mockPort);
@@ -438,6 +460,8 @@ interface Slow {
   /** How long they were held (new ones opened until then), and all of it with the last ones' ends. */
   seconds: number;
   elapsed: number;
+  /** Date.now() when the first stream was opened. */
+  startedAtMs: number;
   sampleSeconds: number;
   /** Streams answered 200, read to their end, answered otherwise, and failed (a socket error or a timeout). */
   opened: number;
@@ -615,6 +639,7 @@ async function slowStreams(target: Target, count: number, seconds: number): Prom
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   const started = performance.now();
+  const startedAtMs = Date.now();
   const stopAt = started + seconds * 1_000;
   const cpuBefore = { gateway: treeCpuSeconds(pid), load: cpuSeconds(process.pid) };
   const sampleSeconds = Math.min(10, Math.max(1, Math.round(seconds / 10)));
@@ -660,6 +685,7 @@ async function slowStreams(target: Target, count: number, seconds: number): Prom
     streams: count,
     seconds,
     elapsed,
+    startedAtMs,
     sampleSeconds,
     opened: tally.answered,
     completed: tally.completed,
@@ -682,6 +708,79 @@ async function slowStreams(target: Target, count: number, seconds: number): Prom
     loopP99Ms: loop.percentile(99) / 1e6,
     loopMaxMs: loop.max / 1e6,
   };
+}
+
+/**
+ * `--only=soak`: the slow streams alone on a Tollgate of its own (this checkout or `--build=DIR`, with
+ * `--node-flags`), which has served nothing before (the simulator needs no mock). A preload (bench/lib/loop-hook.ts)
+ * records Tollgate's event-loop delay, heap and GC pauses each second; printed with the slow-stream section.
+ */
+async function soakOnly(): Promise<void> {
+  const hookLog = join(mkdtempSync(join(tmpdir(), 'tollgate-loop-')), 'loop.tsv');
+  process.env['LOOP_HOOK_LOG'] = hookLog;
+  const hook = join(ROOT, 'bench/lib/loop-hook.ts');
+  // The unused mock port: every slow stream goes to the in-process simulator.
+  const tollgate = await startTollgate(
+    9,
+    ['--import', hook, ...(SNAPSHOTS ? ['--heapsnapshot-signal=SIGUSR2'] : []), ...NODE_FLAGS],
+    BUILD ?? ROOT,
+    [],
+    // Slow to start on a busy machine, and slower with a profiler.
+    120_000,
+  );
+  try {
+    log(`Tollgate of ${BUILD ?? ROOT}, node flags: ${NODE_FLAGS.join(' ') || '(the start script\'s)'}`);
+    // `--snapshots`: heap snapshots (node's --heapsnapshot-signal, written to the checkout's directory) at idle and
+    // halfway through the hold, to compare what each open stream keeps alive.
+    let snapshot: NodeJS.Timeout | undefined;
+    if (SNAPSHOTS) {
+      // The idle one written whole (its size steady for 2 s) before any stream opens.
+      const taken = (): string[] => readdirSync('.').filter((f) => f.endsWith('.heapsnapshot'));
+      const earlier = taken().length;
+      process.kill(tollgate.target.pid!, 'SIGUSR2');
+      let size = -1;
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        const file = taken().sort().at(-1);
+        if (taken().length === earlier || file === undefined) continue;
+        const now = statSync(file).size;
+        if (now === size && now > 0) break;
+        size = now;
+      }
+      snapshot = setTimeout(() => process.kill(tollgate.target.pid!, 'SIGUSR2'), (10 + SLOW_SECONDS / 2) * 1_000);
+    }
+    const slow = await slowStreams(tollgate.target, SLOW_STREAMS, SLOW_SECONDS);
+    clearTimeout(snapshot);
+    log(slowSection(slow).join('\n'));
+    const from = slow.startedAtMs / 1_000 + slow.plateauFrom;
+    log(loopSummary(readFileSync(hookLog, 'utf8'), from, slow.startedAtMs / 1_000 + slow.seconds));
+    writeFileSync(join(hookLog, '../tollgate.out'), tollgate.process.output());
+    log(`per-second log: ${hookLog}; Tollgate's output (e.g. --trace-gc-nvp): ${join(hookLog, '../tollgate.out')}`);
+  } finally {
+    await tollgate.process.stop();
+    rmSync(tollgate.dir, { recursive: true, force: true });
+  }
+}
+
+/** The hook's per-second lines from `from` to `to` (Unix s): the loop's delay, the heap and GC pauses, summed up. */
+function loopSummary(tsv: string, from: number, to: number): string {
+  const origin = Number(/origin_ms=(\d+)/.exec(tsv)?.[1]);
+  const rows = tsv
+    .trim()
+    .split('\n')
+    .filter((line) => /^\d/.test(line))
+    .map((line) => line.split('\t').map(Number))
+    .filter((r) => r[0]! >= from && r[0]! <= to);
+  if (rows.length === 0) return '- Tollgate event loop: no samples';
+  const col = (i: number): number[] => rows.map((r) => r[i]!);
+  const sum = (v: number[]): number => v.reduce((a, b) => a + b, 0);
+  const sortedMax = col(2).sort((a, b) => a - b);
+  const heap = col(3);
+  return [
+    `- Tollgate's event loop on the plateau (${rows.length} s): per-second max delay p50 ${median(col(2))} ms, p99 ${sortedMax[Math.floor(0.99 * (sortedMax.length - 1))]} ms, max ${sortedMax.at(-1)} ms; seconds with a delay over 500 ms: ${sortedMax.filter((v) => v > 500).length}, over 1 s: ${sortedMax.filter((v) => v > 1_000).length}; per-second p99 delay median ${median(col(1))} ms`,
+    `- The plateau in the process's own ms (those of --trace-gc): ${(from * 1_000 - origin).toFixed(0)} to ${(to * 1_000 - origin).toFixed(0)}`,
+    `- Heap in use ${Math.min(...heap)}–${Math.max(...heap)} MB; GC pauses: minor ${sum(col(4))} (${sum(col(5))} ms), major ${sum(col(6))} (${sum(col(7))} ms), other ${sum(col(8))} (${sum(col(9))} ms): ${((sum(col(5)) + sum(col(7)) + sum(col(9))) / rows.length / 10).toFixed(1)}% of the time in pauses`,
+  ].join('\n');
 }
 
 /** The stream sections of docs/performance.md. */

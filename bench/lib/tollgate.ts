@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Target } from './load.ts';
@@ -8,8 +8,20 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 const ADMIN = 'tg-admin-bench-0123456789abcdef';
 
 /**
+ * The node flags of `root`'s start script (package.json: `node FLAGS src/main.ts`), so that each checkout runs
+ * with its own V8 settings, as `npm start` starts it.
+ */
+export function startFlags(root: string = ROOT): string[] {
+  const script = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } })
+    .scripts.start;
+  const words = script.split(/\s+/);
+  return words.slice(words.indexOf('node') + 1, words.indexOf('src/main.ts')).filter((w) => w.startsWith('--'));
+}
+
+/**
  * Starts Tollgate pinned to core 0 on a fresh embedded store, routing `model-b` to the mock, with one
- * Enterprise account holding ample credit, so nothing is refused; `nodeFlags` go before the entry point, and
+ * Enterprise account holding ample credit, so nothing is refused; `nodeFlags` go after the start script's own
+ * (startFlags: a later V8 flag wins) and before the entry point, and
  * `launcher` (a command and its arguments, e.g. valgrind's) before node, which then has `readyMs` to start.
  */
 export async function startTollgate(
@@ -51,12 +63,12 @@ export async function startTollgate(
       '',
     ].join('\n'),
   );
-  // Started as `npm start` starts it (package.json): the same V8 and malloc settings.
+  // Started as `npm start` starts it (the checkout's package.json): the same V8 and malloc settings.
   const [command, ...prefix] = [...launcher, process.execPath];
   const started = await startPinned(
     0,
     command,
-    [...prefix, ...nodeFlags, '--max-semi-space-size=4', join(root, 'src/main.ts')],
+    [...prefix, ...startFlags(root), ...nodeFlags, join(root, 'src/main.ts')],
     {
       MALLOC_ARENA_MAX: '2',
       PORT: '0',

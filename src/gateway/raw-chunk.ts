@@ -82,7 +82,9 @@ export class RawText {
     const length = textEnd - textStart;
     let bytes = this.#bytes;
     if (bytes === undefined || this.#length + length > bytes.length) {
-      const grown = Buffer.allocUnsafe(Math.max(256, 2 * (this.#length + length)));
+      // Bytes of its own, not a slice of Buffer's shared 8 KiB pool: kept to the stream's end, a slice would keep
+      // the whole pool slab alive (with 10,000 slow streams, ~8 KiB of resident memory each).
+      const grown = Buffer.allocUnsafeSlow(Math.max(256, 2 * (this.#length + length)));
       if (bytes !== undefined) bytes.copy(grown, 0, 0, this.#length);
       this.#bytes = bytes = grown;
     }

@@ -158,7 +158,10 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean, answe
     passThrough(batch, publicModel) {
       if (publicModel !== model) {
         model = publicModel;
-        modelBytes = Buffer.from(JSON.stringify(publicModel));
+        // Bytes of its own: a slice of Buffer's 8 KiB pool kept to the stream's end would keep the slab alive.
+        const json = JSON.stringify(publicModel);
+        modelBytes = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
+        modelBytes.write(json);
       }
       first ??= batch[0];
       const cutUsage = !includeUsage;

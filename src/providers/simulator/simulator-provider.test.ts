@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { ChatChunk, ChatRequest } from '../../gateway/chat-types.ts';
 import type { StreamEvent } from '../../gateway/stream-event.ts';
 import { chatRequestOf } from '../../gateway/testing.ts';
-import { RawChunk } from '../../gateway/raw-chunk.ts';
+import { type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
 import { chunkEvents } from '../openai/chunk-events.ts';
 import { createSimulatorProvider } from './simulator-provider.ts';
 
@@ -213,5 +213,67 @@ describe('the simulator’s pass-through stream', () => {
       assert.ok(raw.some((event) => event.type === 'text' && event.text !== ''));
       assert.deepEqual(withoutIds(raw), withoutIds(canonical));
     }
+  });
+});
+
+describe('the simulator’s paced pass-through stream', () => {
+  const paced = createSimulatorProvider({ id: 'paced', chunkIntervalMs: 5, firstTokenMs: 0 });
+  const open = (signal = new AbortController().signal) =>
+    paced.passThrough!({ request: request(), upstreamModel: 'm', signal, defaultMaxTokens: 100 });
+  const textOf = (chunk: PassChunk): string =>
+    chunk instanceof RawChunk ? chunk.text : (chunk.choices[0]?.delta.content ?? '');
+
+  it('sends one word a batch at its pace, then the finish reason and usage together; paused, it waits for resume', async () => {
+    const whole = (await complete(request())).choices[0]!.message.content!;
+    const stream = await open();
+    const batches: PassChunk[][] = [stream.first.slice()];
+    const at: number[] = [performance.now()];
+    let paused = false;
+    const failure = await new Promise<unknown>((resolve) =>
+      stream.start({
+        chunks(batch) {
+          batches.push(batch);
+          at.push(performance.now());
+          // The second batch pauses the stream for 30 ms.
+          if (batches.length !== 3) return true;
+          paused = true;
+          setTimeout(() => ((paused = false), stream.resume()), 30);
+          return false;
+        },
+        end: resolve,
+      }),
+    );
+    assert.equal(failure, undefined);
+    assert.equal(paused, false);
+    assert.equal(stream.first.length, 0, 'the first chunks are let go once the stream starts');
+    const last = batches.at(-1)!;
+    assert.equal(last.length, 3, 'the last word, the finish reason and the usage in one batch');
+    assert.ok(batches.slice(0, -1).every((batch) => batch.length === 1));
+    assert.equal(batches.flat().map(textOf).join(''), whole);
+    assert.ok(at[3]! - at[2]! >= 30, 'nothing came while paused');
+    for (let i = 1; i < at.length; i++) assert.ok(at[i]! - at[i - 1]! >= 4, `batch ${i} came at its pace`);
+  });
+
+  it('an abort mid-way ends the stream with the failure, and nothing comes after it', async () => {
+    const abort = new AbortController();
+    const stream = await open(abort.signal);
+    let after = 0;
+    let ended = false;
+    const failure = await new Promise<unknown>((resolve) =>
+      stream.start({
+        chunks() {
+          if (ended) after += 1;
+          abort.abort();
+          return true;
+        },
+        end(reason) {
+          ended = true;
+          resolve(reason);
+        },
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.ok(failure instanceof Error);
+    assert.equal(after, 0);
   });
 });

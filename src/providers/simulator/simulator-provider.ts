@@ -98,14 +98,14 @@ export function createSimulatorProvider(options: {
       }
       yield batch;
     },
-    passThrough: (call) => passThrough(plan(call, options, true), call.signal),
+    passThrough: (call) => passThrough(passPlan(call, options), call.signal),
     async close() {},
   };
 }
 
 /** One chunk of a simulated stream and how long after the one before it (or the request) it comes. */
-interface Step<Chunk extends PassChunk = ChatChunk> {
-  chunk: Chunk;
+interface Step {
+  chunk: ChatChunk;
   afterMs: number;
 }
 
@@ -114,18 +114,43 @@ interface PlanOptions {
   firstTokenMs: number;
 }
 
-/** The chunks the simulator streams for `call`, in order, with their pace: the answer is known in advance. */
-function plan(call: ProviderCall, options: PlanOptions): Step[];
-function plan(call: ProviderCall, options: PlanOptions, raw: true): Step<PassChunk>[];
-function plan(call: ProviderCall, options: PlanOptions, raw = false): Step<PassChunk>[] {
-  const answer = compose(call.request);
-  const promptTokens = countPromptTokens(call.request.messages, call.request.tools);
-  const base = {
-    id: `chatcmpl-sim${nextId()}`,
-    object: 'chat.completion.chunk' as const,
-    created: Math.floor(Date.now() / 1000),
-    model: call.upstreamModel,
+/** What every chunk of one simulated stream shares. */
+type ChunkBase = Pick<ChatChunk, 'id' | 'object' | 'created' | 'model'>;
+
+/** What a simulated stream is made from: the answer (known in advance), its prompt's tokens, the chunks' base. */
+interface Begun {
+  answer: Answer;
+  promptTokens: number;
+  base: ChunkBase;
+}
+
+function begin(call: ProviderCall): Begun {
+  return {
+    answer: compose(call.request),
+    promptTokens: countPromptTokens(call.request.messages, call.request.tools),
+    base: {
+      id: `chatcmpl-sim${nextId()}`,
+      object: 'chat.completion.chunk',
+      created: Math.floor(Date.now() / 1000),
+      model: call.upstreamModel,
+    },
   };
+}
+
+/** The stream's last chunk: its usage, and no choice. */
+const usageChunk = (base: ChunkBase, answer: Answer, promptTokens: number): ChatChunk => ({
+  ...base,
+  choices: [],
+  usage: {
+    prompt_tokens: promptTokens,
+    completion_tokens: answer.completionTokens,
+    total_tokens: promptTokens + answer.completionTokens,
+  },
+});
+
+/** The chunks the simulator streams for `call` as parsed chunks, in order, with their pace. */
+function plan(call: ProviderCall, options: PlanOptions, begun: Begun = begin(call)): Step[] {
+  const { answer, promptTokens, base } = begun;
   const chunk = (
     delta: ChatChunk['choices'][number]['delta'],
     finish: FinishReason | null = null,
@@ -133,10 +158,8 @@ function plan(call: ProviderCall, options: PlanOptions, raw = false): Step<PassC
     ...base,
     choices: [{ index: 0, delta, finish_reason: finish }],
   });
-  // The fast path's text chunks are bytes (rawChunks); tool calls, logprobs and the usage stay objects.
-  const bytes = raw ? rawChunks(base) : undefined;
-  const steps: Step<PassChunk>[] = [];
-  const add = (next: PassChunk, afterMs: number): number => steps.push({ chunk: next, afterMs });
+  const steps: Step[] = [];
+  const add = (next: ChatChunk, afterMs: number): number => steps.push({ chunk: next, afterMs });
   if (answer.toolCall) {
     const { id, function: fn } = answer.toolCall;
     add(
@@ -153,35 +176,93 @@ function plan(call: ProviderCall, options: PlanOptions, raw = false): Step<PassC
     );
   } else {
     const logprobs = wantsLogprobs(call.request);
-    // JSON has no spaces to split at: it streams in short runs of characters, as a model's tokens arrive.
-    const pieces = call.request.responseFormat
-      ? (answer.text.match(/[^]{1,12}/g) ?? [''])
-      : answer.text.split(/(?= )/);
-    for (const [index, piece] of pieces.entries()) {
-      const afterMs = index === 0 ? options.firstTokenMs : options.chunkIntervalMs;
-      if (bytes !== undefined && !logprobs) {
-        add(bytes.content(piece, index === 0), afterMs);
-        continue;
-      }
+    const text = new Pieces(answer.text, call.request.responseFormat !== undefined);
+    for (let index = 0; index < text.count; index++) {
+      const piece = text.next();
       const next = chunk(index === 0 ? { role: 'assistant', content: piece } : { content: piece });
       if (logprobs) next.choices[0]!.logprobs = logprobsOf(piece, call.request);
-      add(next, afterMs);
+      add(next, index === 0 ? options.firstTokenMs : options.chunkIntervalMs);
     }
   }
-  add(bytes?.finish(answer.finishReason) ?? chunk({}, answer.finishReason), 0);
-  add(
-    {
-      ...base,
-      choices: [],
-      usage: {
-        prompt_tokens: promptTokens,
-        completion_tokens: answer.completionTokens,
-        total_tokens: promptTokens + answer.completionTokens,
-      },
-    },
-    0,
-  );
+  add(chunk({}, answer.finishReason), 0);
+  add(usageChunk(base, answer, promptTokens), 0);
   return steps;
+}
+
+/**
+ * The pieces an answer's text streams in, one per chunk, made one at a time: a word with the space before it (the
+ * text split before each space), or, for JSON, which has no spaces to split at, runs of 12 characters, as a model's
+ * tokens arrive. An empty text is one empty piece.
+ */
+class Pieces {
+  readonly count: number;
+  readonly #text: string;
+  readonly #json: boolean;
+  #at = 0;
+
+  constructor(text: string, json: boolean) {
+    this.#text = text;
+    this.#json = json;
+    let count = 1;
+    if (json) count = Math.max(1, Math.ceil(text.length / 12));
+    else for (let at = text.indexOf(' ', 1); at !== -1; at = text.indexOf(' ', at + 1)) count += 1;
+    this.count = count;
+  }
+
+  next(): string {
+    const text = this.#text;
+    const from = this.#at;
+    let to: number;
+    if (this.#json) to = Math.min(from + 12, text.length);
+    else {
+      to = text.indexOf(' ', from + 1);
+      if (to === -1) to = text.length;
+    }
+    this.#at = to;
+    return text.slice(from, to);
+  }
+}
+
+/**
+ * The chunks of a pass-through stream, each made when it is due rather than all at the start: an open stream keeps
+ * its answer's text and where it is, not a chunk object and its bytes for every word still to come (10,000 slow
+ * streams would keep 28 of each alive for half a minute, and promote them all to the old generation).
+ */
+interface PassPlan {
+  readonly count: number;
+  /** How long after the chunk before it (or the request) chunk `index` comes. */
+  afterMs(index: number): number;
+  /** The next chunk: called once per chunk, in order. */
+  next(): PassChunk;
+}
+
+/**
+ * The pass-through plan: text answers' chunks as bytes (see rawChunks), made as they are due; tool calls and
+ * logprobs (rare) as the parsed chunks `plan` makes, all at once.
+ */
+function passPlan(call: ProviderCall, options: PlanOptions): PassPlan {
+  const begun = begin(call);
+  const { answer, promptTokens, base } = begun;
+  if (answer.toolCall !== undefined || wantsLogprobs(call.request)) {
+    const steps = plan(call, options, begun);
+    let at = 0;
+    return { count: steps.length, afterMs: (index) => steps[index]!.afterMs, next: () => steps[at++]!.chunk };
+  }
+  const text = new Pieces(answer.text, call.request.responseFormat !== undefined);
+  const bytes = rawChunks(base);
+  const { firstTokenMs, chunkIntervalMs } = options;
+  // The text's pieces, then the finish reason and the usage, both at once after the last piece.
+  const count = text.count + 2;
+  let at = 0;
+  return {
+    count,
+    afterMs: (index) => (index === 0 ? firstTokenMs : index < text.count ? chunkIntervalMs : 0),
+    next() {
+      const index = at++;
+      if (index < text.count) return bytes.content(text.next(), index === 0);
+      return index === text.count ? bytes.finish(answer.finishReason) : usageChunk(base, answer, promptTokens);
+    },
+  };
 }
 
 const RAW_END_OF_CONTENT = '},"finish_reason":null}]}';
@@ -194,7 +275,7 @@ const RAW_ROLE = '"role":"assistant",';
  * them rather than encoding an object per chunk. A stream's chunks share id, creation time and model: the JSON up
  * to the delta is made once per stream. The same JSON as JSON.stringify of the canonical chunk (its key order).
  */
-function rawChunks(base: Pick<ChatChunk, 'id' | 'created' | 'model'>): {
+function rawChunks(base: ChunkBase): {
   content(text: string, first: boolean): RawChunk;
   finish(reason: FinishReason): RawChunk;
 } {
@@ -207,9 +288,10 @@ function rawChunks(base: Pick<ChatChunk, 'id' | 'created' | 'model'>): {
   return {
     content(text, first) {
       const quoted = JSON.stringify(text);
-      const bytes = Buffer.from(
-        `${prefix}${first ? RAW_ROLE : ''}${RAW_CONTENT_KEY}${quoted}${RAW_END_OF_CONTENT}`,
-      );
+      const json = `${prefix}${first ? RAW_ROLE : ''}${RAW_CONTENT_KEY}${quoted}${RAW_END_OF_CONTENT}`;
+      // A stream's first chunk may be kept to its end (the front door keeps it for a usage chunk it may have to
+      // make up): its bytes are their own, not a slice of Buffer's shared 8 KiB pool, which they would keep alive.
+      const bytes = first ? ownBytes(json) : Buffer.from(json);
       const textStart = prefixBytes + (first ? RAW_ROLE.length : 0) + RAW_CONTENT_KEY.length + 1;
       const textEnd = bytes.length - RAW_END_OF_CONTENT.length - 1;
       return new RawChunk(bytes, modelStart, modelEnd, -1, -1, textStart, textEnd, quoted.includes('\\'));
@@ -221,17 +303,27 @@ function rawChunks(base: Pick<ChatChunk, 'id' | 'created' | 'model'>): {
   };
 }
 
+/** `text`'s UTF-8 in a buffer of its own, of exactly that size. */
+function ownBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
+}
+
 /**
- * The fast path: the same chunks at the same pace, from timers rather than an async generator. Chunks due at the
- * same moment (no pause between them) go in one batch, as one upstream read would bring them.
+ * The fast path: the chunks at their pace, from one timer per stream (refreshed while the pace is the same) rather
+ * than an async generator. Chunks due at the same moment (no pause between them) go in one batch, as one upstream
+ * read would bring them.
  */
-function passThrough(steps: Step<PassChunk>[], signal: AbortSignal): Promise<PassThroughStream> {
+function passThrough(plan: PassPlan, signal: AbortSignal): Promise<PassThroughStream> {
   return new Promise((resolve, reject) => {
     let next = 0;
     let handler: PassThroughHandler | undefined;
     let paused = false;
     let over = false;
     let timer: NodeJS.Timeout | undefined;
+    /** The delay the timer was set with: a timer refreshed waits as long again. */
+    let timerMs = -1;
     const end = (failure: ProviderError | undefined): void => {
       if (over) return;
       over = true;
@@ -240,8 +332,12 @@ function passThrough(steps: Step<PassChunk>[], signal: AbortSignal): Promise<Pas
       handler!.end(failure);
     };
     const dueNow = (): PassChunk[] => {
-      const batch = [steps[next++]!.chunk];
-      while (next < steps.length && steps[next]!.afterMs <= 0) batch.push(steps[next++]!.chunk);
+      next += 1;
+      const batch = [plan.next()];
+      while (next < plan.count && plan.afterMs(next) <= 0) {
+        next += 1;
+        batch.push(plan.next());
+      }
       return batch;
     };
     const onAbort = (): void => {
@@ -251,19 +347,29 @@ function passThrough(steps: Step<PassChunk>[], signal: AbortSignal): Promise<Pas
         reject(aborted);
       } else end(aborted);
     };
+    const fire = (): void => {
+      if (!handler!.chunks(dueNow())) paused = true;
+      go();
+    };
     // Schedules the next batch, or ends the stream; nothing while paused (resume goes on).
     const go = (): void => {
       if (paused || over || handler === undefined) return;
-      if (next === steps.length) return end(undefined);
-      timer = setTimeout(() => {
-        if (!handler!.chunks(dueNow())) paused = true;
-        go();
-      }, steps[next]!.afterMs);
+      if (next === plan.count) return end(undefined);
+      const ms = plan.afterMs(next);
+      if (timer !== undefined && ms === timerMs) timer.refresh();
+      else {
+        clearTimeout(timer);
+        timer = setTimeout(fire, ms);
+        timerMs = ms;
+      }
     };
     const stream: PassThroughStream = {
       first: [],
       start(given) {
         handler = given;
+        // The first chunks were relayed before the start: the stream, which lives as long as its caller's relay,
+        // no longer holds them.
+        stream.first.length = 0;
         go();
       },
       resume() {
@@ -278,8 +384,9 @@ function passThrough(steps: Step<PassChunk>[], signal: AbortSignal): Promise<Pas
       resolve(stream);
     };
     // No first-token delay: the first chunks are there at once (a timer would wait a millisecond at least).
-    if (steps[0]!.afterMs <= 0) open();
-    else timer = setTimeout(open, steps[0]!.afterMs);
+    const firstMs = plan.afterMs(0);
+    if (firstMs <= 0) open();
+    else timer = setTimeout(open, firstMs);
   });
 }
 

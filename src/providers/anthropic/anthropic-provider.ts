@@ -13,6 +13,7 @@ import {
   mapAnthropicStopReason,
 } from './convert-anthropic.ts';
 import { textDeltaOf } from './text-delta.ts';
+import { anthropicChunks } from './anthropic-chunks.ts';
 
 const API_VERSION = '2023-06-01';
 
@@ -55,8 +56,18 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
       if (response.status !== 200) throw await errorFromResponse(response);
       yield* readEventBatches(response, call.signal, anthropicDecoder());
     },
+    passThrough(call) {
+      const body = convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true);
+      return client.postEvents(path, headers, JSON.stringify(body), call.signal, anthropicChunks(anthropicDecoder()));
+    },
     close: () => client.close(),
   };
+}
+
+/** The canonical reading of a Messages API stream (anthropicDecoder). */
+export interface AnthropicDecoder extends EventDecoder {
+  /** As `event`, for an event that is not a text delta in Anthropic's own form: its data parsed. */
+  parsed(data: Buffer, out: EventBatch): boolean;
 }
 
 /**
@@ -65,7 +76,7 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
  * tool, whose input streams as text; message_delta → finish; message_stop → usage, and the end. A text_delta in
  * Anthropic's own form is read off its bytes (textDeltaOf); every other event is parsed.
  */
-export function anthropicDecoder(): EventDecoder {
+export function anthropicDecoder(): AnthropicDecoder {
   const created = Math.floor(Date.now() / 1000);
   let usage: AnthropicUsage = {};
   /** Tool calls by content block index: their index among the answer's calls. */
@@ -80,6 +91,9 @@ export function anthropicDecoder(): EventDecoder {
         out.push({ type: 'text', text });
         return false;
       }
+      return this.parsed(data, out);
+    },
+    parsed(data: Buffer, out: EventBatch): boolean {
       const event = parseEventData(data.toString()) as StreamEvent;
       switch (event.type) {
         case 'message_start':

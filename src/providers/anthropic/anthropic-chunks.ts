@@ -4,7 +4,7 @@ import { type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
 import type { StreamEvent } from '../../gateway/stream-event.ts';
 import { DONE, type EventChunks } from '../upstream-http.ts';
 import type { AnthropicDecoder } from './anthropic-provider.ts';
-import { textDeltaStart } from './text-delta.ts';
+import { lastTextDelta, textDeltaStart } from './text-delta.ts';
 
 /**
  * The pass-through fast path of a Messages API stream, for a client that speaks chat completions: each event
@@ -93,7 +93,7 @@ export function anthropicChunks(decoder: AnthropicDecoder): EventChunks {
     if (start >= 0 && head !== undefined) {
       const end = data.length - TEXT_DELTA_END;
       // Non-ASCII text is copied only when it is valid UTF-8 (else the canonical decoding replaces what is not).
-      if (!hasHighBytes(data, start, end) || isUtf8(data.subarray(start, end))) return textChunk(data, start, end);
+      if (!lastTextDelta.nonAscii || isUtf8(data.subarray(start, end))) return textChunk(data, start, end);
     }
     const done = start >= 0 || start === -2 ? decoder.event(data, events) : decoder.parsed(data, events);
     for (let i = 0; i < events.length; i++) {
@@ -119,12 +119,6 @@ export function anthropicChunks(decoder: AnthropicDecoder): EventChunks {
     for (let i = 0; i < CONTENT_CLOSE.length; i++) bytes[at++] = CONTENT_CLOSE[i]!;
     return new RawChunk(bytes, modelStart, modelStart + 2, -1, -1, textStart, textStart + length, false);
   }
-}
-
-/** True when data[start, end) holds a byte above 0x7f. */
-function hasHighBytes(data: Buffer, start: number, end: number): boolean {
-  for (let i = start; i < end; i++) if (data[i]! > 0x7f) return true;
-  return false;
 }
 
 /** The end of a chunk's one choice that has not finished, and of the chunk. */

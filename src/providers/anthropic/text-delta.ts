@@ -20,16 +20,21 @@ export function textDeltaStart(data: Buffer): number {
   if (!bytesAt(data, at, MIDDLE) || !bytesAt(data, end, SUFFIX)) return NOT_TEXT_DELTA;
   const start = at + MIDDLE.length;
   let escaped = false;
+  let high = false;
   for (let i = start; i < end; i++) {
     const c = data[i]!;
     if (c === QUOTE || c < 0x20) return NOT_TEXT_DELTA;
     if (c === BACKSLASH) {
       escaped = true;
       i++;
-    }
+    } else if (c > 0x7f) high = true;
   }
+  lastTextDelta.nonAscii = high;
   return escaped ? ESCAPED_TEXT_DELTA : start;
 }
+
+/** Of the last text delta textDeltaStart found: whether its text has bytes above 0x7f (to check as UTF-8). */
+export const lastTextDelta = { nonAscii: false };
 
 export const NOT_TEXT_DELTA = -1;
 export const ESCAPED_TEXT_DELTA = -2;

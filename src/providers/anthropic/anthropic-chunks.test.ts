@@ -122,7 +122,16 @@ const stop = data({ type: 'message_stop' });
 const streams: [string, Buffer[]][] = [
   [
     'a plain text answer, with pings',
-    [start(), blockStart(0, { type: 'text', text: '' }), ping, text('Hel'), text('lo'), blockStop(), messageDelta('end_turn'), stop],
+    [
+      start(),
+      blockStart(0, { type: 'text', text: '' }),
+      ping,
+      text('Hel'),
+      text('lo'),
+      blockStop(),
+      messageDelta('end_turn'),
+      stop,
+    ],
   ],
   [
     'escapes, non-ASCII, a text in the block start, an empty delta, a long delta',
@@ -131,7 +140,9 @@ const streams: [string, Buffer[]][] = [
       blockStart(0, { type: 'text', text: 'Pre' }),
       text('a "quoted"\nline\t\\ and \u0001'),
       text('héllo wörld 😀 \u2028'),
-      Buffer.from('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\\u00e9\\/"}}'),
+      Buffer.from(
+        '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\\u00e9\\/"}}',
+      ),
       text(''),
       text('x'.repeat(300)),
       messageDelta('max_tokens'),
@@ -147,8 +158,12 @@ const streams: [string, Buffer[]][] = [
         Buffer.from([0xff, 0xc3]),
         Buffer.from('"}}'),
       ]),
-      Buffer.from('{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "spaced"}}'),
-      Buffer.from('{"index":0,"type":"content_block_delta","delta":{"text":"reordered","type":"text_delta"}}'),
+      Buffer.from(
+        '{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "spaced"}}',
+      ),
+      Buffer.from(
+        '{"index":0,"type":"content_block_delta","delta":{"text":"reordered","type":"text_delta"}}',
+      ),
       messageDelta('end_turn'),
       stop,
     ],
@@ -185,7 +200,12 @@ const streams: [string, Buffer[]][] = [
   [
     'message_stop with no message_delta; cache tokens in the prompt',
     [
-      start({ input_tokens: 5, cache_creation_input_tokens: 100, cache_read_input_tokens: 2000, output_tokens: 1 }),
+      start({
+        input_tokens: 5,
+        cache_creation_input_tokens: 100,
+        cache_read_input_tokens: 2000,
+        output_tokens: 1,
+      }),
       text('Hi'),
       stop,
     ],

@@ -3,7 +3,7 @@ import type { ChatChunk } from '../../gateway/chat-types.ts';
 import { type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
 import type { StreamEvent } from '../../gateway/stream-event.ts';
 import { DONE, type EventChunks } from '../upstream-http.ts';
-import type { AnthropicDecoder } from './anthropic-provider.ts';
+import type { EventDecoder } from '../event-batches.ts';
 import { lastTextDelta, textDeltaStart } from './text-delta.ts';
 
 /**
@@ -12,12 +12,12 @@ import { lastTextDelta, textDeltaStart } from './text-delta.ts';
  * for byte, made here as chunks the front door copies. A text delta in Anthropic's own form (the bulk of a stream)
  * is read off its bytes (textDeltaStart) and made into a raw chunk at once: the chunk's start (id, created, the
  * model to be replaced) is made once per stream, and its text is the event's own JSON-escaped bytes, copied.
- * Every other event goes through the canonical decoder (`decoder.parsed`), whose events are then made into chunks:
+ * Every other event goes through the canonical decoder (anthropicDecoder), whose events are then made into chunks:
  * raw ones for the role, text and finish chunks, parsed ones (ChatChunk) for tool calls and the usage, which the
  * gateway meters from their fields. So the translation, the metering and the client's bytes are the canonical
  * path's; only the objects and the async steps between them are gone.
  */
-export function anthropicChunks(decoder: AnthropicDecoder): EventChunks {
+export function anthropicChunks(decoder: EventDecoder): EventChunks {
   /** The chunks' common start, `{"id":…,"object":…,"created":…,"model":"","choices":[{"index":0,"delta":`. */
   let head: Buffer | undefined;
   let headText = '';
@@ -95,7 +95,7 @@ export function anthropicChunks(decoder: AnthropicDecoder): EventChunks {
       // Non-ASCII text is copied only when it is valid UTF-8 (else the canonical decoding replaces what is not).
       if (!lastTextDelta.nonAscii || isUtf8(data.subarray(start, end))) return textChunk(data, start, end);
     }
-    const done = start >= 0 || start === -2 ? decoder.event(data, events) : decoder.parsed(data, events);
+    const done = decoder.event(data, events);
     for (let i = 0; i < events.length; i++) {
       const chunk = chunkOf(events[i]!);
       if (chunk !== undefined) out.push(chunk);

@@ -12,7 +12,7 @@ import {
   convertToAnthropicRequest,
   mapAnthropicStopReason,
 } from './convert-anthropic.ts';
-import { textDeltaOf } from './text-delta.ts';
+import { quietEvent, textDeltaOf } from './text-delta.ts';
 import { anthropicChunks } from './anthropic-chunks.ts';
 
 const API_VERSION = '2023-06-01';
@@ -58,25 +58,26 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
     },
     passThrough(call) {
       const body = convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true);
-      return client.postEvents(path, headers, JSON.stringify(body), call.signal, anthropicChunks(anthropicDecoder()));
+      return client.postEvents(
+        path,
+        headers,
+        JSON.stringify(body),
+        call.signal,
+        anthropicChunks(anthropicDecoder()),
+      );
     },
     close: () => client.close(),
   };
-}
-
-/** The canonical reading of a Messages API stream (anthropicDecoder). */
-export interface AnthropicDecoder extends EventDecoder {
-  /** As `event`, for an event that is not a text delta in Anthropic's own form: its data parsed. */
-  parsed(data: Buffer, out: EventBatch): boolean;
 }
 
 /**
  * The Messages API stream as canonical events: message_start → start; a text block's text and its text_delta →
  * text; a tool_use block → a tool call (its start, then its input_json_delta fragments), except the structured-answer
  * tool, whose input streams as text; message_delta → finish; message_stop → usage, and the end. A text_delta in
- * Anthropic's own form is read off its bytes (textDeltaOf); every other event is parsed.
+ * Anthropic's own form is read off its bytes (textDeltaOf), a ping or a block's end skipped off them (quietEvent);
+ * every other event is parsed.
  */
-export function anthropicDecoder(): AnthropicDecoder {
+export function anthropicDecoder(): EventDecoder {
   const created = Math.floor(Date.now() / 1000);
   let usage: AnthropicUsage = {};
   /** Tool calls by content block index: their index among the answer's calls. */
@@ -91,9 +92,7 @@ export function anthropicDecoder(): AnthropicDecoder {
         out.push({ type: 'text', text });
         return false;
       }
-      return this.parsed(data, out);
-    },
-    parsed(data: Buffer, out: EventBatch): boolean {
+      if (quietEvent(data)) return false;
       const event = parseEventData(data.toString()) as StreamEvent;
       switch (event.type) {
         case 'message_start':

@@ -63,6 +63,29 @@ function escapedStart(data: Buffer): number {
   return at + MIDDLE.length - 1;
 }
 
+/**
+ * True for an event that makes no canonical event, in the form Anthropic writes it: `{"type":"ping"}`,
+ * `{"type":"content_block_stop","index":N}`, and the start of a text block with no text yet,
+ * `{"type":"content_block_start","index":N,"content_block":{"type":"text","text":""}}`. Anything else (another
+ * form of the same events included) is left to the parse, which ignores them too.
+ */
+export function quietEvent(data: Buffer): boolean {
+  if (data.length === PING.length) return bytesAt(data, 0, PING);
+  if (bytesAt(data, 0, BLOCK_STOP)) return indexThen(data, BLOCK_STOP.length, OBJECT_END);
+  if (bytesAt(data, 0, BLOCK_START)) return indexThen(data, BLOCK_START.length, EMPTY_TEXT_BLOCK);
+  return false;
+}
+
+/** True when data[at…] is a JSON integer and then exactly `rest`, to the end. */
+function indexThen(data: Buffer, at: number, rest: Buffer): boolean {
+  const first = data[at];
+  if (first === ZERO) at++;
+  else if (first !== undefined && first > ZERO && first <= NINE)
+    while (at < data.length && data[at]! >= ZERO && data[at]! <= NINE) at++;
+  else return false;
+  return data.length - at === rest.length && bytesAt(data, at, rest);
+}
+
 /** True when `data` holds `bytes` at `at` (a loop: Buffer.compare with offsets is a native call, dearer here). */
 function bytesAt(data: Buffer, at: number, bytes: Buffer): boolean {
   for (let i = 0; i < bytes.length; i++) if (data[at + i] !== bytes[i]) return false;
@@ -72,6 +95,11 @@ function bytesAt(data: Buffer, at: number, bytes: Buffer): boolean {
 const PREFIX = Buffer.from('{"type":"content_block_delta","index":');
 const MIDDLE = Buffer.from(',"delta":{"type":"text_delta","text":"');
 const SUFFIX = Buffer.from('"}}');
+const PING = Buffer.from('{"type":"ping"}');
+const BLOCK_STOP = Buffer.from('{"type":"content_block_stop","index":');
+const OBJECT_END = Buffer.from('}');
+const BLOCK_START = Buffer.from('{"type":"content_block_start","index":');
+const EMPTY_TEXT_BLOCK = Buffer.from(',"content_block":{"type":"text","text":""}}');
 const ZERO = 0x30;
 const NINE = 0x39;
 const QUOTE = 0x22;

@@ -243,7 +243,7 @@ describe('anthropicChunks: a Messages stream as pass-through chunks', () => {
     const texts = chunks.slice(1, 3);
     assert.ok(texts.every((chunk) => chunk instanceof RawChunk));
     assert.deepEqual(
-      texts.map((chunk) => (chunk as RawChunk).text),
+      texts.map((chunk) => chunk.text),
       ['Hel', 'lo wörld'],
     );
     // The usage is a parsed chunk (the gateway meters its fields).

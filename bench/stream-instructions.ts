@@ -1,13 +1,10 @@
-// Instructions per stream opened alone (one connection, closed loop: the fixed work of a stream that no other
-// stream shares), counted by valgrind's callgrind as bench/request-instructions.ts counts whole requests:
-// `node bench/stream-instructions.ts --build=DIR …` (this checkout if none is given), `--requests=N` streams
-// (default 400), `--warmup=N` (default 400), `--chunks=N` (default 20, sent at once by the mock), `--connections=N`
-// (default 1), `--no-bare`. The mock upstream runs natively; the bare node:http proxy and each build run
-// under callgrind, one after another, each as two processes: one serves the warm-up, the other the warm-up and N
-// more requests, and the difference of their totals is the N requests' (start-up and stop cancel out; callgrind
-// writes a dump asked for by callgrind_control only once the process runs again, so the totals at exit are used).
-// Node under valgrind runs some 50 times slower, and so does its time: a 10-ms settlement window holds fewer
-// requests than at full speed, so the settlement's share is larger than on a real run.
+// Instructions per streamed answer, counted by valgrind's callgrind (the stream variant of
+// bench/request-instructions.ts, whose method it follows: two processes per gateway, one serving the warm-up and
+// one the warm-up and N more streams; the difference of their totals is the N streams'). Not moved by other load.
+// `node bench/stream-instructions.ts --build=DIR …` (each DIR a checkout with node_modules; this checkout if none
+// is given), `--upstream=anthropic|openai` (default anthropic: Tollgate translates the mock's Messages events, the
+// bare proxy relays them), `--chunks=20|200` (default 20), `--streams=N` (default 600), `--warmup=N` (default
+// 600), `--connections=N` (default 1), `--no-bare`. Each stream is read to its end and must answer 200.
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -24,11 +21,11 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const option = (name: string): string[] =>
   process.argv.filter((a) => a.startsWith(`--${name}=`)).map((a) => a.slice(name.length + 3));
 const BUILDS = option('build').length > 0 ? option('build') : [ROOT];
-const REQUESTS = Number(option('requests')[0] ?? 400);
-const WARMUP = Number(option('warmup')[0] ?? 400);
-const CONNECTIONS = Number(option('connections')[0] ?? 1);
+const UPSTREAM = option('upstream')[0] ?? 'anthropic';
 const CHUNKS = Number(option('chunks')[0] ?? 20);
-/** `--no-bare`: the builds alone (counts are comparable across runs: another run's bare proxy will do). */
+const STREAMS = Number(option('streams')[0] ?? 600);
+const WARMUP = Number(option('warmup')[0] ?? 600);
+const CONNECTIONS = Number(option('connections')[0] ?? 1);
 const BARE = !process.argv.includes('--no-bare');
 const OUT = mkdtempSync(join(tmpdir(), 'tollgate-callgrind-'));
 const VALGRIND = [
@@ -38,15 +35,25 @@ const VALGRIND = [
   `--callgrind-out-file=${OUT}/callgrind.out.%p`,
 ];
 
-/** `count` requests on `connections` connections; throws on any answer but 200. */
-async function sendMany(target: Target, count: number, connections = CONNECTIONS): Promise<void> {
-  const pool = new Pool(target.origin, { connections, pipelining: 1 });
-  const body = JSON.stringify({ ...CHAT_BODY, stream: true, mock_chunks: CHUNKS, mock_interval_ms: 0 });
+/** The request each side is sent: the same upstream events (as bench/run.ts's stream cases). */
+const fast = { mock_chunks: CHUNKS, mock_interval_ms: 0 };
+const TOLLGATE_BODY =
+  UPSTREAM === 'anthropic'
+    ? { ...CHAT_BODY, model: `model-a${CHUNKS}`, stream: true }
+    : { ...CHAT_BODY, model: 'model-b', stream: true, ...fast };
+const BARE_REQUEST =
+  UPSTREAM === 'anthropic'
+    ? { path: '/v1/messages', body: { ...CHAT_BODY, model: `mock-c${CHUNKS}-i0`, stream: true } }
+    : { path: '/v1/chat/completions', body: { ...CHAT_BODY, model: 'mock-model', stream: true, ...fast } };
+
+async function sendMany(target: Target, body: object, count: number): Promise<void> {
+  const pool = new Pool(target.origin, { connections: CONNECTIONS, pipelining: 1 });
+  const text = JSON.stringify(body);
   let left = count;
   await Promise.all(
-    Array.from({ length: connections }, async () => {
+    Array.from({ length: CONNECTIONS }, async () => {
       while (left-- > 0) {
-        const status = await send(pool, target, body);
+        const status = await send(pool, target, text);
         if (status !== 200) throw new Error(`${target.name} answered ${status}`);
       }
     }),
@@ -54,32 +61,27 @@ async function sendMany(target: Target, count: number, connections = CONNECTIONS
   await pool.close();
 }
 
-/** The instructions a process ran in all, from the dump callgrind writes as it exits. */
 function totalOf(pid: number): number {
   const total = /^totals: (\d+)/m.exec(readFileSync(join(OUT, `callgrind.out.${pid}`), 'utf8'));
   if (!total) throw new Error(`callgrind wrote no totals for ${pid}`);
   return Number(total[1]);
 }
 
-/**
- * Instructions per request of one gateway: two processes started alike, one serving the warm-up and one the
- * warm-up and REQUESTS more; the difference of their totals is the REQUESTS' (start-up and stop cancel out).
- */
 async function measure(
   name: string,
+  body: object,
   start: () => Promise<{ target: Target; process: Started }>,
 ): Promise<number> {
   const startedAt = performance.now();
   const [short, long] = await Promise.all([start(), start()]);
   console.log(`${name}: started under callgrind in ${((performance.now() - startedAt) / 1000).toFixed(0)} s`);
-  await Promise.all([sendMany(short.target, WARMUP), sendMany(long.target, WARMUP + REQUESTS)]);
+  await Promise.all([sendMany(short.target, body, WARMUP), sendMany(long.target, body, WARMUP + STREAMS)]);
   await Promise.all([ended(short.process), ended(long.process)]);
-  const perRequest = (totalOf(long.process.pid) - totalOf(short.process.pid)) / REQUESTS;
-  console.log(`${name}: ${(perRequest / 1e6).toFixed(3)} M instructions/stream`);
-  return perRequest;
+  const perStream = (totalOf(long.process.pid) - totalOf(short.process.pid)) / STREAMS;
+  console.log(`${name}: ${(perStream / 1e6).toFixed(3)} M instructions/stream`);
+  return perStream;
 }
 
-/** Ends a process under valgrind and waits as long as it takes (its dump is written on the way out). */
 async function ended(started: Started): Promise<void> {
   const exited = once(started.child, 'exit');
   started.child.kill('SIGTERM');
@@ -94,17 +96,20 @@ async function main(): Promise<void> {
     if (BARE)
       results.push([
         'bare node:http proxy',
-        await measure('bare node:http proxy', async () => {
+        await measure('bare node:http proxy', BARE_REQUEST.body, async () => {
           const bare = await startBareProxy(port, VALGRIND, 1_800_000);
-          return { process: bare.process, target: bare.target };
+          return { process: bare.process, target: { ...bare.target, path: BARE_REQUEST.path } };
         }),
       ]);
     for (const root of BUILDS) {
       const commit = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD']).toString().trim();
-      const name = root === ROOT ? `${commit} (this)` : commit;
+      const dirty = execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'])
+        .toString()
+        .trim();
+      const name = `${commit}${dirty ? '+' : ''}${root === ROOT ? ' (this)' : ''}`;
       results.push([
         name,
-        await measure(name, async () => {
+        await measure(name, TOLLGATE_BODY, async () => {
           const started = await startTollgate(port, [], root, VALGRIND, 1_800_000);
           dirs.push(started.dir);
           return started;
@@ -115,10 +120,12 @@ async function main(): Promise<void> {
     await mock.stop();
     for (const dir of [OUT, ...dirs]) rmSync(dir, { recursive: true, force: true });
   }
-  console.log('\n| target | M instructions/stream | ÷ bare proxy |\n|---|---:|---:|');
-  for (const [name, perRequest] of results)
+  console.log(
+    `\n${UPSTREAM}, ${CHUNKS} chunks, ${CONNECTIONS} at once\n| target | M instructions/stream | ÷ bare proxy |\n|---|---:|---:|`,
+  );
+  for (const [name, perStream] of results)
     console.log(
-      `| ${name} | ${(perRequest / 1e6).toFixed(3)} | ${BARE ? (perRequest / results[0]![1]).toFixed(2) : '–'}× |`,
+      `| ${name} | ${(perStream / 1e6).toFixed(3)} | ${BARE ? (perStream / results[0]![1]).toFixed(2) : '–'}× |`,
     );
 }
 

@@ -47,7 +47,7 @@ export interface UpstreamClient {
     headers: Record<string, string>,
     body: string,
     signal: AbortSignal,
-    decode: (data: Buffer) => PassChunk | typeof DONE,
+    decode: EventChunks,
   ): Promise<PassThroughStream>;
   close(): Promise<void>;
 }
@@ -60,6 +60,14 @@ export interface JsonAnswer {
 
 /** What `decode` answers for the stream's terminal event. */
 export const DONE = Symbol('done');
+
+/**
+ * The fast path's reading of one event's data: its chunk; `DONE` for the terminal event; or undefined for an
+ * event that makes no chunk. A protocol whose events do not map one to one onto chunks (a translating provider)
+ * may push its chunks onto `out` (the read's chunks so far) itself and answer undefined, or `DONE` after pushing
+ * the terminal event's own. Throws a ProviderError for an event that is not the protocol's.
+ */
+export type EventChunks = (data: Buffer, out: PassChunk[]) => PassChunk | typeof DONE | undefined;
 
 /** The most of a whole (non-streamed) answer that is read: far above any model's longest completion. */
 const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
@@ -189,7 +197,7 @@ const MAX_ERROR_BYTES = 16 * 1024;
 class EventReader implements Dispatcher.DispatchHandler, PassThroughStream {
   first: PassChunk[] = [];
   readonly #signal: AbortSignal;
-  readonly #decode: (data: Buffer) => PassChunk | typeof DONE;
+  readonly #decode: EventChunks;
   #resolve: ((stream: PassThroughStream) => void) | undefined;
   readonly #reject: (error: ProviderError) => void;
   readonly #scanner = new SseByteScanner();
@@ -219,7 +227,7 @@ class EventReader implements Dispatcher.DispatchHandler, PassThroughStream {
 
   constructor(
     signal: AbortSignal,
-    decode: (data: Buffer) => PassChunk | typeof DONE,
+    decode: EventChunks,
     resolve: (stream: PassThroughStream) => void,
     reject: (error: ProviderError) => void,
   ) {
@@ -320,12 +328,12 @@ class EventReader implements Dispatcher.DispatchHandler, PassThroughStream {
 
   readonly #onEvent = (data: Buffer): boolean => {
     try {
-      const chunk = this.#decode(data);
+      const chunk = this.#decode(data, this.#batch);
       if (chunk === DONE) {
         this.#readDone = true;
         return false;
       }
-      this.#batch.push(chunk);
+      if (chunk !== undefined) this.#batch.push(chunk);
       return true;
     } catch (error) {
       this.#readFailure = toProviderError(error, this.#signal);

@@ -4,7 +4,7 @@ import type { StreamEvent } from '../../gateway/stream-event.ts';
 import { ProviderError } from '../provider.ts';
 import { anthropicDecoder } from './anthropic-provider.ts';
 import { STRUCTURED_TOOL } from './convert-anthropic.ts';
-import { textDeltaOf } from './text-delta.ts';
+import { quietEvent, textDeltaOf } from './text-delta.ts';
 
 /** Each event's data through one decoder: the canonical events, and whether the last one ended the stream. */
 function decode(events: object[]): { out: StreamEvent[]; ended: boolean } {
@@ -140,5 +140,29 @@ describe('textDeltaOf (a text_delta read off its bytes)', () => {
       Buffer.from('{"type":"content_block_delta","index":'),
     ];
     for (const data of other) assert.equal(textDeltaOf(data), undefined, data.toString());
+  });
+});
+
+describe('quietEvent (events that make nothing, skipped off their bytes)', () => {
+  it('skips a ping, a block’s end and an empty text block’s start in Anthropic’s form, nothing else', () => {
+    const quiet = [
+      '{"type":"ping"}',
+      '{"type":"content_block_stop","index":0}',
+      '{"type":"content_block_stop","index":12}',
+      '{"type":"content_block_start","index":3,"content_block":{"type":"text","text":""}}',
+    ];
+    for (const data of quiet) assert.equal(quietEvent(Buffer.from(data)), true, data);
+    const other = [
+      '{"type": "ping"}',
+      '{"type":"pong"}',
+      '{"type":"message_stop"}',
+      '{"type":"content_block_stop","index":01}',
+      '{"type":"content_block_stop","index":}',
+      '{"type":"content_block_stop","index":0,"x":1}',
+      '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hi"}}',
+      '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"n"}}',
+      '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}} ',
+    ];
+    for (const data of other) assert.equal(quietEvent(Buffer.from(data)), false, data);
   });
 });

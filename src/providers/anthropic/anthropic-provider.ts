@@ -12,7 +12,8 @@ import {
   convertToAnthropicRequest,
   mapAnthropicStopReason,
 } from './convert-anthropic.ts';
-import { textDeltaOf } from './text-delta.ts';
+import { quietEvent, textDeltaOf } from './text-delta.ts';
+import { anthropicChunks } from './anthropic-chunks.ts';
 
 const API_VERSION = '2023-06-01';
 
@@ -55,6 +56,16 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
       if (response.status !== 200) throw await errorFromResponse(response);
       yield* readEventBatches(response, call.signal, anthropicDecoder());
     },
+    passThrough(call) {
+      const body = convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true);
+      return client.postEvents(
+        path,
+        headers,
+        JSON.stringify(body),
+        call.signal,
+        anthropicChunks(anthropicDecoder()),
+      );
+    },
     close: () => client.close(),
   };
 }
@@ -63,7 +74,8 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
  * The Messages API stream as canonical events: message_start → start; a text block's text and its text_delta →
  * text; a tool_use block → a tool call (its start, then its input_json_delta fragments), except the structured-answer
  * tool, whose input streams as text; message_delta → finish; message_stop → usage, and the end. A text_delta in
- * Anthropic's own form is read off its bytes (textDeltaOf); every other event is parsed.
+ * Anthropic's own form is read off its bytes (textDeltaOf), a ping or a block's end skipped off them (quietEvent);
+ * every other event is parsed.
  */
 export function anthropicDecoder(): EventDecoder {
   const created = Math.floor(Date.now() / 1000);
@@ -80,6 +92,7 @@ export function anthropicDecoder(): EventDecoder {
         out.push({ type: 'text', text });
         return false;
       }
+      if (quietEvent(data)) return false;
       const event = parseEventData(data.toString()) as StreamEvent;
       switch (event.type) {
         case 'message_start':

@@ -66,7 +66,11 @@ async function startRelay(port: number, flags: string[], root: string): ReturnTy
     /listening (\d+)/,
   );
   const origin = `http://127.0.0.1:${started.match[1]}`;
-  return { process: started, target: { name: 'relay', origin, path: '/v1/chat/completions', headers: {} }, dir: '' };
+  return {
+    process: started,
+    target: { name: 'relay', origin, path: '/v1/chat/completions', headers: {} },
+    dir: '',
+  };
 }
 
 async function measure(root: string): Promise<void> {

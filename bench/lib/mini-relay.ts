@@ -31,7 +31,10 @@ const server = createServer((request, response) => {
   request.on('end', () => void relay(JSON.parse(text) as Record<string, unknown>, response));
 });
 
-async function relay(body: Record<string, unknown>, response: import('node:http').ServerResponse): Promise<void> {
+async function relay(
+  body: Record<string, unknown>,
+  response: import('node:http').ServerResponse,
+): Promise<void> {
   const abort = new AbortController();
   const sink = chatCompletionsSink(createSseSink(response, { 'x-request-id': 'bench' }), false, MODEL);
   sink.onClose(() => abort.abort());
@@ -71,11 +74,16 @@ async function relay(body: Record<string, unknown>, response: import('node:http'
       },
     });
   });
-  if (failure !== undefined) sink.fail({ toBody: () => ({ error: { message: String(failure) } }) });
+  if (failure !== undefined)
+    sink.fail({ toBody: () => ({ error: { message: (failure as Error).message } }) });
   else {
     const prompt = usage?.prompt_tokens ?? 0;
     const completion = usage?.completion_tokens ?? generated.length;
-    sink.complete({ prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion });
+    sink.complete({
+      prompt_tokens: prompt,
+      completion_tokens: completion,
+      total_tokens: prompt + completion,
+    });
   }
   sink.end();
 }

@@ -4,11 +4,13 @@
 // drives closed-loop connections while V8's sampling heap profiler records every allocation, collected or not,
 // and prints the bytes allocated per request by package or source file and by function. Allocation depends on the
 // machine's load far less than CPU time (only through how reads batch), so two builds compare on a busy machine
-// where CPU time cannot: compare a file's own figure rather than the total.
+// where CPU time cannot: compare a file's own figure rather than the total. `--relay` measures the stream fast path
+// alone (bench/lib/mini-relay.ts: no request fixed work) instead of Tollgate; give it `--stream`.
 import { rmSync } from 'node:fs';
 import { closedLoop } from './lib/load.ts';
 import { option, profiledBody } from './lib/options.ts';
 import { startMock } from './lib/mock.ts';
+import { startPinned } from './lib/processes.ts';
 import { startTollgate } from './lib/tollgate.ts';
 
 const BODY = profiledBody();
@@ -54,9 +56,27 @@ const groupOf = (url: string, functionName: string): string => {
   return url || functionName || '(native)';
 };
 
+/** The mini relay of `root`'s stream fast path (bench/lib/mini-relay.ts), as startTollgate answers. */
+async function startRelay(port: number, flags: string[], root: string): ReturnType<typeof startTollgate> {
+  const started = await startPinned(
+    0,
+    process.execPath,
+    [...flags, '--max-semi-space-size=4', new URL('lib/mini-relay.ts', import.meta.url).pathname],
+    { ROOT: root, PROXY_TARGET: `http://127.0.0.1:${port}`, PORT: '0' },
+    /listening (\d+)/,
+  );
+  const origin = `http://127.0.0.1:${started.match[1]}`;
+  return {
+    process: started,
+    target: { name: 'relay', origin, path: '/v1/chat/completions', headers: {} },
+    dir: '',
+  };
+}
+
 async function measure(root: string): Promise<void> {
   const { process: mock, port } = await startMock();
-  const tollgate = await startTollgate(port, ['--inspect=127.0.0.1:0'], root);
+  const start = process.argv.includes('--relay') ? startRelay : startTollgate;
+  const tollgate = await start(port, ['--inspect=127.0.0.1:0'], root);
   try {
     const url = /ws:\/\/\S+/.exec(tollgate.process.output())?.[0];
     if (!url) throw new Error('Tollgate printed no inspector address');
@@ -96,7 +116,7 @@ async function measure(root: string): Promise<void> {
     print('by function', functions, 30);
   } finally {
     await Promise.all([mock.stop(), tollgate.process.stop()]);
-    rmSync(tollgate.dir, { recursive: true, force: true });
+    if (tollgate.dir !== '') rmSync(tollgate.dir, { recursive: true, force: true });
   }
 }
 

@@ -1,7 +1,8 @@
 // Instructions per non-streamed request, counted by valgrind's callgrind: unlike CPU time, not moved by other
 // load on a shared machine. `node bench/request-instructions.ts --build=DIR …` (each DIR a checkout with
 // node_modules; this checkout if none is given), `--requests=N` (default 1500), `--warmup=N` (default 1500),
-// `--connections=N` (default 16), `--no-bare`. The mock upstream runs natively; the bare node:http proxy and each build run
+// `--connections=N` (default 16), `--no-bare`; `--stream` (with `--chunks=N`, default 20) counts whole streams that the
+// mock sends at once instead of whole answers. The mock upstream runs natively; the bare node:http proxy and each build run
 // under callgrind, one after another, each as two processes: one serves the warm-up, the other the warm-up and N
 // more requests, and the difference of their totals is the N requests' (start-up and stop cancel out; callgrind
 // writes a dump asked for by callgrind_control only once the process runs again, so the totals at exit are used).
@@ -13,8 +14,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { CHAT_BODY, send, type Target } from './lib/load.ts';
+import { send, type Target } from './lib/load.ts';
 import { startMock } from './lib/mock.ts';
+import { profiledBody } from './lib/options.ts';
 import type { Started } from './lib/processes.ts';
 import { startBareProxy } from './lib/bare.ts';
 import { startTollgate } from './lib/tollgate.ts';
@@ -26,6 +28,8 @@ const BUILDS = option('build').length > 0 ? option('build') : [ROOT];
 const REQUESTS = Number(option('requests')[0] ?? 1_500);
 const WARMUP = Number(option('warmup')[0] ?? 1_500);
 const CONNECTIONS = Number(option('connections')[0] ?? 16);
+const BODY = JSON.stringify(profiledBody());
+const UNIT = process.argv.includes('--stream') ? 'stream' : 'request';
 /** `--no-bare`: the builds alone (counts are comparable across runs: another run's bare proxy will do). */
 const BARE = !process.argv.includes('--no-bare');
 const OUT = mkdtempSync(join(tmpdir(), 'tollgate-callgrind-'));
@@ -39,7 +43,7 @@ const VALGRIND = [
 /** `count` requests on `connections` connections; throws on any answer but 200. */
 async function sendMany(target: Target, count: number, connections = CONNECTIONS): Promise<void> {
   const pool = new Pool(target.origin, { connections, pipelining: 1 });
-  const body = JSON.stringify(CHAT_BODY);
+  const body = BODY;
   let left = count;
   await Promise.all(
     Array.from({ length: connections }, async () => {
@@ -73,7 +77,7 @@ async function measure(
   await Promise.all([sendMany(short.target, WARMUP), sendMany(long.target, WARMUP + REQUESTS)]);
   await Promise.all([ended(short.process), ended(long.process)]);
   const perRequest = (totalOf(long.process.pid) - totalOf(short.process.pid)) / REQUESTS;
-  console.log(`${name}: ${(perRequest / 1e6).toFixed(3)} M instructions/request`);
+  console.log(`${name}: ${(perRequest / 1e6).toFixed(3)} M instructions/${UNIT}`);
   return perRequest;
 }
 
@@ -113,7 +117,7 @@ async function main(): Promise<void> {
     await mock.stop();
     for (const dir of [OUT, ...dirs]) rmSync(dir, { recursive: true, force: true });
   }
-  console.log('\n| target | M instructions/request | ÷ bare proxy |\n|---|---:|---:|');
+  console.log(`\n| target | M instructions/${UNIT} | ÷ bare proxy |\n|---|---:|---:|`);
   for (const [name, perRequest] of results)
     console.log(
       `| ${name} | ${(perRequest / 1e6).toFixed(3)} | ${BARE ? (perRequest / results[0]![1]).toFixed(2) : '–'}× |`,

@@ -80,6 +80,55 @@ describe('chatCompletionsSink on the fast path', () => {
     assert.deepEqual(chunk!['choices'], [{ index: 0, delta: { content: 'hi' }, finish_reason: null }]);
   });
 
+  it('copies each raw chunk exactly, whatever the public id is longer or shorter and wherever usage sits', () => {
+    // Raw chunks of several layouts in one batch, between parsed ones: usage before the model, after it, first,
+    // none; an upstream model id shorter and longer than the public one.
+    const layouts: Record<string, unknown>[] = [
+      { usage: null, id: 'a', model: 'm', choices: [{ index: 0, delta: { content: 'x' } }] },
+      { id: 'b', model: 'a-much-longer-upstream-model-id', choices: [{ index: 0, delta: {} }], usage: null },
+      {
+        id: 'c',
+        usage: null,
+        created: 7,
+        model: 'mid',
+        choices: [{ index: 0, delta: { content: 'é\\n"' } }],
+      },
+      { id: 'd', model: '', choices: [{ index: 1, delta: { content: null } }], tail: [1, 2, { z: true }] },
+    ];
+    for (const publicModel of ['p', 'public-model-with-a-long-name']) {
+      for (const includeUsage of [false, true]) {
+        const text = recorder();
+        const sink = chatCompletionsSink(text, includeUsage, publicModel);
+        const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 };
+        const batch: PassChunk[] = [
+          ...layouts.map((fields) => scanChunk(Buffer.from(JSON.stringify(fields)))!),
+          { ...parsedUsageChunk(usage), model: publicModel },
+          ...layouts.map((fields) => scanChunk(Buffer.from(` ${JSON.stringify(fields, null, 1)}`))!),
+        ];
+        assert.ok(batch.every((chunk) => chunk !== undefined));
+        sink.passThrough!(batch, publicModel);
+        const expected = (fields: Record<string, unknown>): Record<string, unknown> => {
+          const chunk: Record<string, unknown> = { ...fields, model: publicModel };
+          if (!includeUsage) delete chunk['usage'];
+          return chunk;
+        };
+        assert.equal(text.writes.length, 1);
+        assert.deepEqual(events(text.writes[0]!), [
+          ...layouts.map(expected),
+          ...(includeUsage ? [{ ...parsedUsageChunk(usage), model: publicModel }] : []),
+          ...layouts.map(expected),
+        ]);
+        // Byte for byte: only the model value changed, and `"usage":null` with its comma left out.
+        const first = text.writes[0]!.split('\n\n')[0]!;
+        const upstream = JSON.stringify(layouts[0]).replace(
+          '"model":"m"',
+          `"model":${JSON.stringify(publicModel)}`,
+        );
+        assert.equal(first, `data: ${includeUsage ? upstream : upstream.replace('"usage":null,', '')}`);
+      }
+    }
+  });
+
   it('encodes parsed chunks by the canonical rules in the same write: the usage chunk once, when asked', () => {
     const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 };
     const usageChunk = (): ChatChunk => parsedUsageChunk(usage);

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { ChatChunk } from '../gateway/chat-types.ts';
 import { type PassChunk, RawChunk } from '../gateway/raw-chunk.ts';
 import type { ToolEvent } from '../gateway/stream-event.ts';
@@ -23,6 +24,8 @@ class SseSink implements TextSink {
   #listeners: (() => void)[] | undefined;
   #closed = false;
   #ended = false;
+  /** A write went through the response (the head with it): bytes may now be written to the socket themselves. */
+  #direct = false;
 
   constructor(response: ServerResponse, baseHeaders: Record<string, string>) {
     this.#response = response;
@@ -51,23 +54,37 @@ class SseSink implements TextSink {
 
   write(data: string | Buffer): boolean {
     // A write after the end would be an 'error' event on the response: it is never made.
-    return this.#closed || this.#ended ? true : this.#response.write(data);
+    if (this.#closed || this.#ended) return true;
+    const response = this.#response;
+    if (typeof data !== 'string' && this.#direct) {
+      const socket = response.socket;
+      if (socket !== null && canWriteDirect(response, socket)) return socket.write(framed(data));
+    }
+    const written = response.write(data);
+    // Once the head went out with a first write, bytes can go to the socket as they are (see canWriteDirect).
+    this.#direct = true;
+    return written;
   }
 
   drain(timeoutMs: number): Promise<void> {
     if (this.#closed || this.#ended) return Promise.resolve();
     const response = this.#response;
     return new Promise((resolve) => {
+      // A direct write that filled the socket's buffer is drained by the socket (the response's 'drain' follows
+      // only its own writes): both are waited for, whichever comes.
+      const socket = response.socket;
       const done = (): void => {
         clearTimeout(timer);
         response.off('drain', done);
         response.off('close', done);
+        socket?.off('drain', done);
         resolve();
       };
       // The client took nothing for the idle time: cut it off (its 'close' ends the wait and the stream).
       const timer = setTimeout(() => response.destroy(), timeoutMs);
       response.on('drain', done);
       response.on('close', done);
+      socket?.on('drain', done);
     });
   }
 
@@ -92,6 +109,42 @@ class SseSink implements TextSink {
     else (this.#listeners ??= []).push(listener);
   }
 }
+
+/**
+ * Whether a body piece can go to the socket as one chunk of the chunked encoding that the response would have
+ * framed itself: `response.write` frames each piece with four socket writes (size, CRLF, piece, CRLF) that the
+ * socket's writable stream buffers under a cork until the next tick and sends with `writev`, which costs more CPU
+ * than the rest of a streamed chunk's relay; one `socket.write` of the framed piece is one `write`. Only for a
+ * response that has its socket (a pipelined request's answer has none, and waits in the response, until the one
+ * before it ends) with nothing of its own buffered, chunked, not corked, not ended: anything else goes through
+ * `response.write`. The head must have gone out before: the caller writes its first piece through the response.
+ */
+function canWriteDirect(response: ServerResponse, socket: Socket): boolean {
+  return (
+    response.chunkedEncoding &&
+    !response.writableEnded &&
+    response.writableCorked === 0 &&
+    (response as ServerResponse & { outputData: unknown[] }).outputData.length === 0 &&
+    socket.writable
+  );
+}
+
+/** A piece as one chunk of the chunked transfer encoding: its size in hex, CRLF, the piece, CRLF. */
+function framed(piece: Buffer): Buffer {
+  const size = piece.length;
+  let digits = 1;
+  while (size >= 16 ** digits) digits++;
+  const out = Buffer.allocUnsafe(digits + 4 + size);
+  for (let i = digits - 1, rest = size; i >= 0; i--, rest >>>= 4) out[i] = HEX[rest & 15]!;
+  out[digits] = 0x0d;
+  out[digits + 1] = 0x0a;
+  out.set(piece, digits + 2);
+  out[digits + 2 + size] = 0x0d;
+  out[digits + 3 + size] = 0x0a;
+  return out;
+}
+
+const HEX = Buffer.from('0123456789abcdef');
 
 /**
  * The chat-completions front door's encoder. Canonical events become chunks, each one `data:` line: `start` the
@@ -168,25 +221,30 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean, answe
       // Two passes: the size of what goes out, then one buffer of exactly that size, copied into. Parsed chunks
       // (rare: usage, tool calls, anything unusual) are encoded in the first pass, raw ones copied in the second.
       let size = 0;
+      /** What a raw chunk needs beyond its own event while it is copied (see copyRawEvent), the most of any. */
+      let slack = 0;
       let events: (string | undefined)[] | undefined;
       for (let i = 0; i < batch.length; i++) {
         const chunk = batch[i]!;
-        if (chunk instanceof RawChunk) size += rawEventSize(chunk, modelBytes, cutUsage);
-        else {
+        if (chunk instanceof RawChunk) {
+          const eventSize = rawEventSize(chunk, modelBytes, cutUsage);
+          size += eventSize;
+          slack = Math.max(slack, chunk.bytes.length + EVENT_FRAME - eventSize);
+        } else {
           const event = encode(chunk);
           (events ??= new Array<string | undefined>(batch.length))[i] = event;
           if (event !== undefined) size += Buffer.byteLength(event);
         }
       }
       if (size === 0) return true;
-      const out = Buffer.allocUnsafe(size);
+      const out = Buffer.allocUnsafe(size + slack);
       let at = 0;
       for (let i = 0; i < batch.length; i++) {
         const chunk = batch[i]!;
         if (chunk instanceof RawChunk) at = copyRawEvent(out, at, chunk, modelBytes, cutUsage);
         else if (events![i] !== undefined) at += out.write(events![i]!, at);
       }
-      return text.write(out);
+      return text.write(slack === 0 ? out : out.subarray(0, size));
     },
     complete(usage) {
       if (includeUsage && !forwardedUsage) {
@@ -242,7 +300,15 @@ function rawEventSize(chunk: RawChunk, model: Buffer, cutUsage: boolean): number
   );
 }
 
-/** Copies a raw chunk's event into `out` at `at` (see rawEventSize); returns where it ends. */
+/** `data: ` and the two LFs around a raw chunk's bytes. */
+const EVENT_FRAME = 8;
+
+/**
+ * Copies a raw chunk's event into `out` at `at` (see rawEventSize); returns where it ends. The chunk's bytes are
+ * copied whole, then what follows the usage cut and the model is moved into place within `out`, and the model
+ * written: a typed array's `set` and `copyWithin` cost a fraction of `Buffer.copy`'s native call per piece. So `out`
+ * must have room for the chunk's bytes as they came after `at` (the caller's slack, when the event is shorter).
+ */
 function copyRawEvent(out: Buffer, at: number, chunk: RawChunk, model: Buffer, cutUsage: boolean): number {
   const bytes = chunk.bytes;
   // `data: ` and the two LFs, and the model value, are a few bytes: set one by one, cheaper than a native copy.
@@ -253,26 +319,27 @@ function copyRawEvent(out: Buffer, at: number, chunk: RawChunk, model: Buffer, c
   out[at + 4] = 0x3a; // :
   out[at + 5] = 0x20; // space
   at += 6;
-  const { modelStart, modelEnd, usageStart, usageEnd } = chunk;
-  // The pieces kept, in order: up to the first of model and usage, between them, after the last.
-  if (!cutUsage || usageStart === -1) {
-    at += bytes.copy(out, at, 0, modelStart);
-    at = put(out, at, model);
-    at += bytes.copy(out, at, modelEnd);
-  } else if (usageStart < modelStart) {
-    at += bytes.copy(out, at, 0, usageStart);
-    at += bytes.copy(out, at, usageEnd, modelStart);
-    at = put(out, at, model);
-    at += bytes.copy(out, at, modelEnd);
-  } else {
-    at += bytes.copy(out, at, 0, modelStart);
-    at = put(out, at, model);
-    at += bytes.copy(out, at, modelEnd, usageStart);
-    at += bytes.copy(out, at, usageEnd);
+  out.set(bytes, at);
+  let end = at + bytes.length;
+  let { modelStart, modelEnd } = chunk;
+  const { usageStart, usageEnd } = chunk;
+  if (cutUsage && usageStart !== -1) {
+    const cut = usageEnd - usageStart;
+    out.copyWithin(at + usageStart, at + usageEnd, end);
+    end -= cut;
+    if (usageStart < modelStart) {
+      modelStart -= cut;
+      modelEnd -= cut;
+    }
   }
-  out[at] = 0x0a;
-  out[at + 1] = 0x0a;
-  return at + 2;
+  if (model.length !== modelEnd - modelStart) {
+    out.copyWithin(at + modelStart + model.length, at + modelEnd, end);
+    end += model.length - (modelEnd - modelStart);
+  }
+  put(out, at + modelStart, model);
+  out[end] = 0x0a;
+  out[end + 1] = 0x0a;
+  return end + 2;
 }
 
 /** Copies `from` into `out` at `at`; returns where it ends. */

@@ -7,16 +7,12 @@
 // `--connections=N` (default 1), `--no-bare`. As in bench/request-instructions.ts, each target runs as two
 // processes, one serving the warm-up and one the warm-up and N more streams; the difference of their totals is
 // the N streams' (start-up and stop cancel out). Only user-space instructions are counted, not the kernel's.
-import { once } from 'node:events';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Pool } from 'undici';
 import { startBareProxy } from './lib/bare.ts';
-import { CHAT_BODY, send, type Target } from './lib/load.ts';
+import { buildName, Callgrind, type Counted, printTable, sendMany } from './lib/callgrind.ts';
+import { CHAT_BODY, type Target } from './lib/load.ts';
 import { startMock } from './lib/mock.ts';
-import { startPinned, type Started } from './lib/processes.ts';
+import { startPinned } from './lib/processes.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const option = (name: string): string[] =>
@@ -29,54 +25,9 @@ const WARMUP = Number(option('warmup')[0] ?? 400);
 const CONNECTIONS = Number(option('connections')[0] ?? 1);
 const BARE = !process.argv.includes('--no-bare');
 const BODY = JSON.stringify({ ...CHAT_BODY, stream: true, mock_chunks: CHUNKS, mock_interval_ms: INTERVAL });
-const OUT = mkdtempSync(join(tmpdir(), 'tollgate-relay-callgrind-'));
-const VALGRIND = [
-  'valgrind',
-  '--tool=callgrind',
-  '--smc-check=all-non-file',
-  `--callgrind-out-file=${OUT}/callgrind.out.%p`,
-];
 
-async function sendMany(target: Target, count: number): Promise<void> {
-  const pool = new Pool(target.origin, { connections: CONNECTIONS, pipelining: 1 });
-  let left = count;
-  await Promise.all(
-    Array.from({ length: CONNECTIONS }, async () => {
-      while (left-- > 0) {
-        const status = await send(pool, target, BODY);
-        if (status !== 200) throw new Error(`${target.name} answered ${status}`);
-      }
-    }),
-  );
-  await pool.close();
-}
-
-function totalOf(pid: number): number {
-  const total = /^totals: (\d+)/m.exec(readFileSync(join(OUT, `callgrind.out.${pid}`), 'utf8'));
-  if (!total) throw new Error(`callgrind wrote no totals for ${pid}`);
-  return Number(total[1]);
-}
-
-async function ended(started: Started): Promise<void> {
-  const exited = once(started.child, 'exit');
-  started.child.kill('SIGTERM');
-  await exited;
-}
-
-async function measure(
-  name: string,
-  start: () => Promise<{ target: Target; process: Started }>,
-): Promise<number> {
-  const [short, long] = await Promise.all([start(), start()]);
-  await Promise.all([sendMany(short.target, WARMUP), sendMany(long.target, WARMUP + STREAMS)]);
-  await Promise.all([ended(short.process), ended(long.process)]);
-  const perStream = (totalOf(long.process.pid) - totalOf(short.process.pid)) / STREAMS;
-  console.log(`${name}: ${(perStream / 1e6).toFixed(4)} M instructions/stream`);
-  return perStream;
-}
-
-async function startRelay(mockPort: number, root: string): Promise<{ target: Target; process: Started }> {
-  const [command, ...prefix] = [...VALGRIND, process.execPath];
+async function startRelay(mockPort: number, root: string, launcher: string[]): Promise<Counted> {
+  const [command, ...prefix] = [...launcher, process.execPath];
   const started = await startPinned(
     0,
     command,
@@ -97,31 +48,31 @@ async function startRelay(mockPort: number, root: string): Promise<{ target: Tar
 }
 
 async function main(): Promise<void> {
+  const callgrind = new Callgrind();
+  const run = (target: Target, count: number): Promise<void> => sendMany(target, BODY, count, CONNECTIONS);
   const { process: mock, port } = await startMock();
   const results: [string, number][] = [];
   try {
-    if (BARE)
-      results.push([
-        'bare node:http proxy',
-        await measure('bare node:http proxy', () => startBareProxy(port, VALGRIND, 600_000)),
-      ]);
+    if (BARE) {
+      const name = 'bare node:http proxy';
+      const start = (): Promise<Counted> => startBareProxy(port, callgrind.command, 600_000);
+      results.push([name, await callgrind.perRequest(name, start, run, WARMUP, STREAMS, 'stream')]);
+    }
     for (const root of BUILDS) {
-      const commit = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD']).toString().trim();
-      const dirty = execFileSync('git', ['-C', root, 'status', '--porcelain', 'src']).toString().trim();
-      const name = `${commit}${dirty ? '+' : ''} ${root === ROOT ? '(this)' : root}`;
-      results.push([name, await measure(name, () => startRelay(port, root))]);
+      const name = buildName(root, ROOT);
+      const start = (): Promise<Counted> => startRelay(port, root, callgrind.command);
+      results.push([name, await callgrind.perRequest(name, start, run, WARMUP, STREAMS, 'stream')]);
     }
   } finally {
     await mock.stop();
-    rmSync(OUT, { recursive: true, force: true });
+    callgrind.close();
   }
-  console.log(
-    `\n${CHUNKS} chunks ${INTERVAL} ms apart, ${CONNECTIONS} connection(s), ${STREAMS} streams\n| target | M instructions/stream | ÷ bare proxy |\n|---|---:|---:|`,
+  printTable(
+    `${CHUNKS} chunks ${INTERVAL} ms apart, ${CONNECTIONS} connection(s), ${STREAMS} streams`,
+    'stream',
+    results,
+    BARE,
   );
-  for (const [name, perStream] of results)
-    console.log(
-      `| ${name} | ${(perStream / 1e6).toFixed(4)} | ${BARE ? (perStream / results[0]![1]).toFixed(2) : '–'}× |`,
-    );
 }
 
 await main();

@@ -7,6 +7,16 @@ import type { Store } from '../store/store.ts';
  * Where credit is reserved for requests in flight. A hold is released when the request's charge commits,
  * never before, so concurrent requests can never spend more than the balance.
  */
+/** What a hold asks for: the request, its account, the amount, the time, when it lapses, and the key's budget. */
+export type HoldAsk = [
+  requestId: string,
+  accountId: string,
+  amountMicros: number,
+  now: number,
+  expiresAt: number,
+  key?: KeyBudget,
+];
+
 export interface HoldBook {
   /** Whether holds are rows in the store, deleted by each settlement's transaction. */
   readonly rowsInStore: boolean;
@@ -14,26 +24,12 @@ export interface HoldBook {
    * Reserves `amountMicros` if the account can afford it and, given `key`, the key's limit has room for it
    * too (both checked in one atomic step); false (nothing taken) if not.
    */
-  hold(
-    requestId: string,
-    accountId: string,
-    amountMicros: number,
-    now: number,
-    expiresAt: number,
-    key?: KeyBudget,
-  ): Promise<boolean>;
+  hold(...ask: HoldAsk): Promise<boolean>;
   /**
    * `hold` without a promise, for a book that needs no I/O to decide (in-process holds): the request path calls
    * it when present. Throws where `hold` would reject.
    */
-  holdNow?(
-    requestId: string,
-    accountId: string,
-    amountMicros: number,
-    now: number,
-    expiresAt: number,
-    key?: KeyBudget,
-  ): boolean;
+  holdNow?(...ask: HoldAsk): boolean;
   /** The settlements of these requests have committed (at `now`, clock time): their holds are gone. */
   settled(requestIds: readonly string[], now: number): void;
   /** What this book holds for the account beyond the database's hold rows (requests in flight). */
@@ -72,15 +68,8 @@ class DatabaseHoldBook implements HoldBook {
   constructor(store: Store) {
     this.#store = store;
   }
-  hold(
-    requestId: string,
-    accountId: string,
-    amountMicros: number,
-    now: number,
-    expiresAt: number,
-    key?: KeyBudget,
-  ): Promise<boolean> {
-    return this.#store.ledger.hold(requestId, accountId, amountMicros, now, expiresAt, key);
+  hold(...ask: HoldAsk): Promise<boolean> {
+    return this.#store.ledger.hold(...ask);
   }
   settled(): void {
     // The settlement's own transaction deleted the hold row.
@@ -130,15 +119,8 @@ class ProcessHoldBook implements HoldBook {
     this.#balanceNow = balanceNow;
   }
 
-  async hold(
-    requestId: string,
-    accountId: string,
-    amountMicros: number,
-    now: number,
-    expiresAt: number,
-    key?: KeyBudget,
-  ): Promise<boolean> {
-    return this.holdNow(requestId, accountId, amountMicros, now, expiresAt, key);
+  async hold(...ask: HoldAsk): Promise<boolean> {
+    return this.holdNow(...ask);
   }
 
   holdNow(

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { keyBudgetOf, modelRefusal } from '../accounts/key-controls.ts';
 import { keyLimitRefusal } from '../accounts/key-status.ts';
 import { costMicros } from '../billing/pricing.ts';
-import type { HoldBook } from '../billing/hold-book.ts';
+import type { HoldAsk, HoldBook } from '../billing/hold-book.ts';
 import type { Standing } from '../billing/standing.ts';
 import type { SettlementQueue } from '../billing/settlement-queue.ts';
 import type { Config, ModelConfig } from '../config/config.ts';
@@ -142,25 +142,15 @@ export class ChatGateway {
     const { holds } = this.#o;
     let held: boolean;
     try {
-      held =
-        holdMicros === 0 ||
-        (holds.holdNow
-          ? holds.holdNow(
-              ctx.requestId,
-              account.id,
-              holdMicros,
-              now,
-              now + HOLD_TTL_MS,
-              keyBudgetOf(key, now),
-            )
-          : await holds.hold(
-              ctx.requestId,
-              account.id,
-              holdMicros,
-              now,
-              now + HOLD_TTL_MS,
-              keyBudgetOf(key, now),
-            ));
+      const ask: HoldAsk = [
+        ctx.requestId,
+        account.id,
+        holdMicros,
+        now,
+        now + HOLD_TTL_MS,
+        keyBudgetOf(key, now),
+      ];
+      held = holdMicros === 0 || (holds.holdNow ? holds.holdNow(...ask) : await holds.hold(...ask));
     } catch (error) {
       // The database failed mid-hold (it went away): the hold may have been taken though the answer was lost.
       // A settlement of nothing releases it whenever the database is back. The request was refused for our

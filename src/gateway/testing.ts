@@ -1,4 +1,5 @@
 import type { ChatRequest } from './chat-types.ts';
+import type { TextSink } from './stream-sink.ts';
 
 /** A parsed chat request for unit tests: one user message to model-b at the spec's 0.7, the given fields over it. */
 export const chatRequestOf = (fields: Partial<ChatRequest> = {}): ChatRequest => ({
@@ -15,3 +16,21 @@ export const chatRequestOf = (fields: Partial<ChatRequest> = {}): ChatRequest =>
   body: {},
   ...fields,
 });
+
+/** A text sink for unit tests that keeps each write as text (`writes`), and all of them joined (`text()`). */
+export function recordingSink(): TextSink & { writes: string[]; text: () => string } {
+  const writes: string[] = [];
+  return {
+    writes,
+    text: () => writes.join(''),
+    open() {},
+    write(data) {
+      writes.push(data.toString());
+      return true;
+    },
+    drain: () => Promise.resolve(),
+    end() {},
+    closed: false,
+    onClose() {},
+  };
+}

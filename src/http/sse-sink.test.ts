@@ -3,26 +3,9 @@ import { describe, it } from 'node:test';
 import type { ChatChunk, Usage } from '../gateway/chat-types.ts';
 import type { StreamEvent } from '../gateway/stream-event.ts';
 import type { PassChunk } from '../gateway/raw-chunk.ts';
-import type { TextSink } from '../gateway/stream-sink.ts';
 import { scanChunk } from '../providers/openai/scan-chunk.ts';
 import { chatCompletionsSink } from './sse-sink.ts';
-
-/** A text sink that keeps each write as text. */
-function recorder(): TextSink & { writes: string[] } {
-  const writes: string[] = [];
-  return {
-    writes,
-    open() {},
-    write(data) {
-      writes.push(data.toString());
-      return true;
-    },
-    drain: () => Promise.resolve(),
-    end() {},
-    closed: false,
-    onClose() {},
-  };
-}
+import { recordingSink } from '../gateway/testing.ts';
 
 const raw = (fields: Record<string, unknown>): PassChunk =>
   scanChunk(
@@ -61,7 +44,7 @@ const parsedUsageChunk = (usage: Usage, extra: Record<string, unknown> = {}): Ch
 
 describe('chatCompletionsSink on the fast path', () => {
   it('writes what one read brought in one write, each chunk with the public model id', () => {
-    const text = recorder();
+    const text = recordingSink();
     const sink = chatCompletionsSink(text, true, 'public');
     assert.equal(sink.passThrough!([raw({}), raw({ usage: null })], 'public'), true);
     assert.equal(text.writes.length, 1);
@@ -72,7 +55,7 @@ describe('chatCompletionsSink on the fast path', () => {
   });
 
   it('leaves out "usage": null for a client that did not ask for usage, as the canonical path does', () => {
-    const text = recorder();
+    const text = recordingSink();
     const sink = chatCompletionsSink(text, false, 'public');
     sink.passThrough!([raw({ usage: null })], 'public');
     const [chunk] = events(text.writes[0]!) as Record<string, unknown>[];
@@ -97,7 +80,7 @@ describe('chatCompletionsSink on the fast path', () => {
     ];
     for (const publicModel of ['p', 'public-model-with-a-long-name']) {
       for (const includeUsage of [false, true]) {
-        const text = recorder();
+        const text = recordingSink();
         const sink = chatCompletionsSink(text, includeUsage, publicModel);
         const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 };
         const batch: PassChunk[] = [
@@ -132,14 +115,14 @@ describe('chatCompletionsSink on the fast path', () => {
   it('encodes parsed chunks by the canonical rules in the same write: the usage chunk once, when asked', () => {
     const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 };
     const usageChunk = (): ChatChunk => parsedUsageChunk(usage);
-    const asked = recorder();
+    const asked = recordingSink();
     const withUsage = chatCompletionsSink(asked, true, 'public');
     withUsage.passThrough!([raw({}), usageChunk()], 'public');
     withUsage.complete(usage);
     assert.deepEqual(events(asked.writes[0]!).length, 2);
     assert.deepEqual(asked.writes.slice(1), ['data: [DONE]\n\n'], 'no second usage chunk');
 
-    const notAsked = recorder();
+    const notAsked = recordingSink();
     const without = chatCompletionsSink(notAsked, false, 'public');
     without.passThrough!([raw({}), usageChunk()], 'public');
     without.complete(usage);
@@ -147,7 +130,7 @@ describe('chatCompletionsSink on the fast path', () => {
   });
 
   it('makes up the usage chunk from a raw first chunk when the upstream sent none', () => {
-    const text = recorder();
+    const text = recordingSink();
     const sink = chatCompletionsSink(text, true, 'public');
     sink.passThrough!([raw({})], 'public');
     const usage = { prompt_tokens: 4, completion_tokens: 1, total_tokens: 5 };
@@ -158,7 +141,7 @@ describe('chatCompletionsSink on the fast path', () => {
   });
 
   it('writes nothing for a batch with nothing for this client', () => {
-    const text = recorder();
+    const text = recordingSink();
     const sink = chatCompletionsSink(text, false, 'public');
     const empty: ChatChunk = {
       id: 'c',
@@ -172,7 +155,7 @@ describe('chatCompletionsSink on the fast path', () => {
   });
 
   it('writes a parsed chunk as the upstream sent it but for the model (fields it does not know included)', () => {
-    const text = recorder();
+    const text = recordingSink();
     const sink = chatCompletionsSink(text, true, 'public');
     const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, prompt_tokens_details: {} };
     const parsed = parsedUsageChunk(usage, { system_fingerprint: 'fp_1' });
@@ -197,7 +180,7 @@ describe('chatCompletionsSink on the canonical events', () => {
   const start: StreamEvent = { type: 'start', id: 'msg_1', created: 7 };
 
   it('encodes each event as its chunk, byte for byte what JSON.stringify of that chunk gives, in one write', () => {
-    const text = recorder();
+    const text = recordingSink();
     const sink = chatCompletionsSink(text, true, 'public');
     const batch: StreamEvent[] = [
       start,
@@ -234,7 +217,7 @@ describe('chatCompletionsSink on the canonical events', () => {
   });
 
   it('leaves the usage out for a client that did not ask, and writes nothing for a batch of only that', () => {
-    const text = recorder();
+    const text = recordingSink();
     const sink = chatCompletionsSink(text, false, 'public');
     sink.events([start]);
     assert.equal(sink.events([{ type: 'usage', usage }]), true);
@@ -243,7 +226,7 @@ describe('chatCompletionsSink on the canonical events', () => {
   });
 
   it('makes up the usage chunk from the start event when the upstream sent none', () => {
-    const text = recorder();
+    const text = recordingSink();
     const sink = chatCompletionsSink(text, true, 'public');
     sink.events([start, { type: 'text', text: 'a' }]);
     sink.complete(usage);
@@ -251,7 +234,7 @@ describe('chatCompletionsSink on the canonical events', () => {
   });
 
   it('answers false when the client is not keeping up', () => {
-    const text = { ...recorder(), write: () => false };
+    const text = { ...recordingSink(), write: () => false };
     const sink = chatCompletionsSink(text, false, 'public');
     assert.equal(sink.events([start]), false);
   });

@@ -3,30 +3,13 @@ import { after, before, describe, it, mock } from 'node:test';
 import type { ChatChunk, Usage } from '../../gateway/chat-types.ts';
 import { type PassChunk, RawChunk, RawText } from '../../gateway/raw-chunk.ts';
 import type { StreamEvent } from '../../gateway/stream-event.ts';
-import type { TextSink } from '../../gateway/stream-sink.ts';
 import { chatCompletionsSink } from '../../http/sse-sink.ts';
 import { ProviderError } from '../provider.ts';
 import { DONE } from '../upstream-http.ts';
 import { anthropicChunks } from './anthropic-chunks.ts';
 import { anthropicDecoder } from './anthropic-provider.ts';
 import { STRUCTURED_TOOL } from './convert-anthropic.ts';
-
-/** A text sink that keeps what is written, as text. */
-function recorder(): TextSink & { text: () => string } {
-  const writes: string[] = [];
-  return {
-    text: () => writes.join(''),
-    open() {},
-    write(data) {
-      writes.push(data.toString());
-      return true;
-    },
-    drain: () => Promise.resolve(),
-    end() {},
-    closed: false,
-    onClose() {},
-  };
-}
+import { recordingSink } from '../../gateway/testing.ts';
 
 interface Relayed {
   /** What the client got. */
@@ -44,7 +27,7 @@ const total = (usage: Usage | undefined): Usage =>
 /** The events through the canonical path: the decoder's events, metered, written by the sink's `events`. */
 function canonical(events: Buffer[], includeUsage: boolean): Relayed {
   const decoder = anthropicDecoder();
-  const text = recorder();
+  const text = recordingSink();
   const sink = chatCompletionsSink(text, includeUsage, 'public-model');
   const relayed: Relayed = { written: '', usage: undefined, generated: '', ended: false };
   for (const data of events) {
@@ -66,7 +49,7 @@ function canonical(events: Buffer[], includeUsage: boolean): Relayed {
 /** The same events through the fast path: chunks metered as ChatGateway's #passThrough does, then written. */
 function passedThrough(events: Buffer[], includeUsage: boolean): Relayed & { chunks: PassChunk[] } {
   const decode = anthropicChunks(anthropicDecoder());
-  const text = recorder();
+  const text = recordingSink();
   const sink = chatCompletionsSink(text, includeUsage, 'public-model');
   const rawText = new RawText();
   const relayed = { written: '', usage: undefined, generated: '', ended: false, chunks: [] as PassChunk[] };

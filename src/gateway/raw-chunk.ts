@@ -112,3 +112,13 @@ export class RawText {
     return text;
   }
 }
+
+/**
+ * `text`'s UTF-8 in a buffer of its own, of exactly that size: bytes kept for a stream's life must not be a slice
+ * of Buffer's shared 8 KiB pool, which they would keep alive whole.
+ */
+export function ownBytes(text: string): Buffer<ArrayBuffer> {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
+}

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ChatChunk } from '../gateway/chat-types.ts';
-import { type PassChunk, RawChunk } from '../gateway/raw-chunk.ts';
+import { ownBytes, type PassChunk, RawChunk } from '../gateway/raw-chunk.ts';
 import type { ToolEvent } from '../gateway/stream-event.ts';
 import { answerHeaders } from './answer-headers.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
@@ -211,10 +211,8 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean, answe
     passThrough(batch, publicModel) {
       if (publicModel !== model) {
         model = publicModel;
-        // Bytes of its own: a slice of Buffer's 8 KiB pool kept to the stream's end would keep the slab alive.
-        const json = JSON.stringify(publicModel);
-        modelBytes = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
-        modelBytes.write(json);
+        // Kept to the stream's end: bytes of their own, not a slice of Buffer's pool.
+        modelBytes = ownBytes(JSON.stringify(publicModel));
       }
       first ??= batch[0];
       const cutUsage = !includeUsage;

@@ -10,7 +10,7 @@ import type {
   ToolCall,
   ToolDefinition,
 } from '../../gateway/chat-types.ts';
-import { type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
+import { ownBytes, type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
 import type { EventBatch } from '../../gateway/stream-event.ts';
 import { chunkEvents } from '../openai/chunk-events.ts';
 import {
@@ -260,7 +260,9 @@ function passPlan(call: ProviderCall, options: PlanOptions): PassPlan {
     next() {
       const index = at++;
       if (index < text.count) return bytes.content(text.next(), index === 0);
-      return index === text.count ? bytes.finish(answer.finishReason) : usageChunk(base, answer, promptTokens);
+      return index === text.count
+        ? bytes.finish(answer.finishReason)
+        : usageChunk(base, answer, promptTokens);
     },
   };
 }
@@ -301,13 +303,6 @@ function rawChunks(base: ChunkBase): {
       return new RawChunk(bytes, modelStart, modelEnd, -1, -1, -1, -1, false);
     },
   };
-}
-
-/** `text`'s UTF-8 in a buffer of its own, of exactly that size. */
-function ownBytes(text: string): Buffer {
-  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
-  bytes.write(text);
-  return bytes;
 }
 
 /**

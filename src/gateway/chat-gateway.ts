@@ -189,9 +189,11 @@ export class ChatGateway {
     return !this.#seeded.has(keyId);
   }
 
-  /** Once per key and UTC day in this process: the tokens the store already holds for today. */
+  /**
+   * Once per key and UTC day in this process (the caller has checked #unseeded in the same turn): the tokens the
+   * store already holds for today.
+   */
   async #seedDaily(keyId: string, now: number): Promise<void> {
-    if (!this.#unseeded(keyId, now)) return;
     const day = this.#seededDay;
     this.#seeded.add(keyId);
     // Settlements of this process not yet committed are already in the limiter; committed ones are in

@@ -1,4 +1,5 @@
 import { countTokens as countWithOptions } from 'gpt-tokenizer';
+import { runSliced } from '../shared/sliced-work.ts';
 import type { ChatMessage, ToolDefinition } from './chat-types.ts';
 
 // The OpenAI convention's framing: each message costs 3 tokens around its content, a reply is primed with 3.
@@ -18,11 +19,11 @@ const countTokens = (text: string): number => countWithOptions(text, ORDINARY_TE
 /**
  * The longest text handed to the tokenizer at once. Its cost grows with the square of a word's length (a 200 KB
  * run of letters took 11 s), so longer texts are counted piece by piece: cut before a space where there is
- * one, else hard. A cut only ever prevents a merge, so the pieces' sum is at least the whole's count.
+ * one, else hard. A cut only ever prevents a merge, so the pieces' sum is at least the whole's count. Text
+ * without spaces (Chinese, Japanese, base64) is one long word to it: a 1,000-character piece of it took 5-15 ms
+ * (40 ms before the tokenizer's code was optimised), a 256-character one under 1 ms, for 0.2 % more tokens.
  */
-const PIECE_CHARS = 1_000;
-/** Counting work done before the event loop gets a turn, in milliseconds. */
-const SLICE_MS = 4;
+const PIECE_CHARS = 256;
 
 /** Where the piece starting at `start` ends: before the last space of its window, or at the window's end. */
 function pieceEnd(text: string, start: number): number {
@@ -59,7 +60,7 @@ function roleTokens(role: string): number {
   return tokens;
 }
 
-/** Counts a text piece by piece, yielding after each piece; stops once the count passes `limit`. */
+/** Counts a text piece by piece, yielding after each piece (see shared/sliced-work.ts); stops once the count passes `limit`. */
 function* textSteps(text: string, limit: number): Generator<undefined, number> {
   if (text.length <= PIECE_CHARS) return text.length === 0 ? 0 : countTokens(text);
   let total = 0;
@@ -119,9 +120,7 @@ export function countPromptTokensYielding(
 ): number | Promise<number> {
   const short = countShortPrompt(messages, tools, limit);
   if (short !== undefined) return short;
-  const steps = promptSteps(messages, tools, limit);
-  const total = advance(steps);
-  return total === undefined ? finishLater(steps) : total;
+  return runSliced(promptSteps(messages, tools, limit));
 }
 
 /** A prompt this short is counted in one go, whatever the slice: well under a millisecond. */
@@ -154,22 +153,4 @@ function countShortPrompt(
     if (total > limit) return total;
   }
   return total;
-}
-
-/** Runs steps for one slice of time: the result, or undefined when the slice ran out first. */
-function advance(steps: Generator<undefined, number>): number | undefined {
-  const until = performance.now() + SLICE_MS;
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
-    if (performance.now() >= until) return undefined;
-  }
-}
-
-async function finishLater(steps: Generator<undefined, number>): Promise<number> {
-  for (;;) {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    const total = advance(steps);
-    if (total !== undefined) return total;
-  }
 }

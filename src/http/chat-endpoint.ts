@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { requestScope } from '../observability/process-faults.ts';
 import type { Services } from '../services.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
+import { HEAVY, runSliced, type Yielded } from '../shared/sliced-work.ts';
 import { bearerToken } from './auth-hook.ts';
 import { createClientAddress } from './client-address.ts';
 import { countJsonValues } from './count-json-values.ts';
@@ -204,9 +205,7 @@ function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown
     }
     if (length > limitBytes) return Promise.reject(tooLarge());
     if (length < LARGE_BODY_BYTES) return parseJsonBody(chunks, length);
-    return new Promise((resolve, reject) =>
-      parseInTurn(() => void parseLargeJsonBody(chunks, length).then(resolve, reject)),
-    );
+    return parseLargeJsonBody(chunks, length);
   }
   // Past the limit, what still arrives is read and dropped: the connection stays usable after the 413.
   return new Promise((resolve, reject) => {
@@ -223,36 +222,16 @@ function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown
     req.on('end', () => {
       if (length > limitBytes) return;
       if (length < LARGE_BODY_BYTES) parseJsonBody(chunks, length).then(resolve, reject);
-      else parseInTurn(() => void parseLargeJsonBody(chunks, length).then(resolve, reject));
+      else parseLargeJsonBody(chunks, length).then(resolve, reject);
     });
   });
 }
 
-/** Bodies from this size on are joined, decoded and parsed one step per event-loop turn (a 4 MiB body takes tens of milliseconds). */
-const LARGE_BODY_BYTES = 256 * 1024;
-const largeParses: (() => void)[] = [];
-
 /**
- * Runs `parse` in an event-loop turn of its own, after the large parses queued before it: several large
- * bodies that end in the same turn would otherwise be parsed back to back, and the loop would wait for all.
+ * Bodies from this size on are checked, joined, decoded and parsed one step at a time, under the budget that
+ * every request's heavy work shares (shared/sliced-work.ts): each step of a 4 MiB body takes milliseconds.
  */
-function parseInTurn(parse: () => void): void {
-  largeParses.push(parse);
-  if (!parseScheduled) {
-    parseScheduled = true;
-    setImmediate(nextLargeParse);
-  }
-}
-let parseScheduled = false;
-
-function nextLargeParse(): void {
-  parseScheduled = false;
-  largeParses.shift()?.();
-  if (largeParses.length > 0 && !parseScheduled) {
-    parseScheduled = true;
-    setImmediate(nextLargeParse);
-  }
-}
+const LARGE_BODY_BYTES = 256 * 1024;
 
 /**
  * The most JSON values (objects, arrays, items) a large body may hold: a parse's time grows with them, and at this
@@ -262,42 +241,50 @@ const MAX_JSON_VALUES = 65_536;
 
 /** A large body: its values counted first (a cheap scan), so that no single parse can hold the loop for long. */
 function parseLargeJsonBody(chunks: Buffer[], length: number): Promise<unknown> {
+  return promised(() => runSliced(largeBodySteps(chunks, length)));
+}
+
+/** Each step takes milliseconds for a body of megabytes, so each gets a budget of its own. */
+function* largeBodySteps(chunks: Buffer[], length: number): Generator<Yielded, unknown> {
+  yield HEAVY;
   if (countJsonValues(chunks, MAX_JSON_VALUES) > MAX_JSON_VALUES)
-    return Promise.reject(
-      new GatewayError(
-        'invalid_request',
-        `the request body holds more than ${MAX_JSON_VALUES} JSON values (objects, arrays and items), the limit`,
-      ),
+    throw new GatewayError(
+      'invalid_request',
+      `the request body holds more than ${MAX_JSON_VALUES} JSON values (objects, arrays and items), the limit`,
     );
-  // Joining a 4 MiB body's pieces, decoding it and parsing it each take up to tens of milliseconds on a slow
-  // machine: one turn each, in the queue of large parses.
+  yield HEAVY;
   const whole = joined(chunks, length);
-  return new Promise((resolve, reject) =>
-    parseInTurn(() => {
-      const text = whole.toString();
-      parseInTurn(() => void parseJsonText(text).then(resolve, reject));
-    }),
-  );
+  yield HEAVY;
+  const text = whole.toString();
+  yield HEAVY;
+  return parseJson(text);
 }
 
 /** The body's bytes as JSON; a 400 naming the syntax error if they are not. */
 function parseJsonBody(chunks: Buffer[], length: number): Promise<unknown> {
-  return parseJsonText(joined(chunks, length).toString());
+  return promised(() => parseJson(joined(chunks, length).toString()));
 }
 
 /** The body's pieces as one buffer (the piece itself when there is one). */
 const joined = (chunks: Buffer[], length: number): Buffer =>
   chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
 
-function parseJsonText(text: string): Promise<unknown> {
+/** What `produce` returns, or the error it throws, as a promise. */
+function promised<T>(produce: () => T | Promise<T>): Promise<T> {
   try {
-    return Promise.resolve(JSON.parse(text));
+    return Promise.resolve(produce());
   } catch (error) {
-    return Promise.reject(
-      new GatewayError('invalid_request', `request body is not valid JSON: ${(error as Error).message}`, {
-        cause: error,
-      }),
-    );
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new GatewayError('invalid_request', `request body is not valid JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 

@@ -729,7 +729,7 @@ async function soakOnly(): Promise<void> {
     120_000,
   );
   try {
-    log(`Tollgate of ${BUILD ?? ROOT}, node flags: ${NODE_FLAGS.join(' ') || '(the start script\'s)'}`);
+    log(`Tollgate of ${BUILD ?? ROOT}, node flags: ${NODE_FLAGS.join(' ') || "(the start script's)"}`);
     // `--snapshots`: heap snapshots (node's --heapsnapshot-signal, written to the checkout's directory) at idle and
     // halfway through the hold, to compare what each open stream keeps alive.
     let snapshot: NodeJS.Timeout | undefined;
@@ -747,7 +747,10 @@ async function soakOnly(): Promise<void> {
         if (now === size && now > 0) break;
         size = now;
       }
-      snapshot = setTimeout(() => process.kill(tollgate.target.pid!, 'SIGUSR2'), (10 + SLOW_SECONDS / 2) * 1_000);
+      snapshot = setTimeout(
+        () => process.kill(tollgate.target.pid!, 'SIGUSR2'),
+        (10 + SLOW_SECONDS / 2) * 1_000,
+      );
     }
     const slow = await slowStreams(tollgate.target, SLOW_STREAMS, SLOW_SECONDS);
     clearTimeout(snapshot);
@@ -755,7 +758,9 @@ async function soakOnly(): Promise<void> {
     const from = slow.startedAtMs / 1_000 + slow.plateauFrom;
     log(loopSummary(readFileSync(hookLog, 'utf8'), from, slow.startedAtMs / 1_000 + slow.seconds));
     writeFileSync(join(hookLog, '../tollgate.out'), tollgate.process.output());
-    log(`per-second log: ${hookLog}; Tollgate's output (e.g. --trace-gc-nvp): ${join(hookLog, '../tollgate.out')}`);
+    log(
+      `per-second log: ${hookLog}; Tollgate's output (e.g. --trace-gc-nvp): ${join(hookLog, '../tollgate.out')}`,
+    );
   } finally {
     await tollgate.process.stop();
     rmSync(tollgate.dir, { recursive: true, force: true });
@@ -779,6 +784,11 @@ function loopSummary(tsv: string, from: number, to: number): string {
   return [
     `- Tollgate's event loop on the plateau (${rows.length} s): per-second max delay p50 ${median(col(2))} ms, p99 ${sortedMax[Math.floor(0.99 * (sortedMax.length - 1))]} ms, max ${sortedMax.at(-1)} ms; seconds with a delay over 500 ms: ${sortedMax.filter((v) => v > 500).length}, over 1 s: ${sortedMax.filter((v) => v > 1_000).length}; per-second p99 delay median ${median(col(1))} ms`,
     `- The plateau in the process's own ms (those of --trace-gc): ${(from * 1_000 - origin).toFixed(0)} to ${(to * 1_000 - origin).toFixed(0)}`,
+    ...(rows[0]!.length > 10
+      ? [
+          `- Tollgate's longest turn in main-thread CPU (between two ticks of a 10-ms timer): per-second max p50 ${median(col(10))} ms, max ${Math.max(...col(10))} ms; seconds with one over 500 ms: ${col(10).filter((v) => v > 500).length}, over 1 s: ${col(10).filter((v) => v > 1_000).length}; the process's CPU (GC threads too) between two ticks: p50 ${median(col(12))} ms, max ${Math.max(...col(12))} ms, seconds over 500 ms: ${col(12).filter((v) => v > 500).length}, over 1 s: ${col(12).filter((v) => v > 1_000).length}`,
+        ]
+      : []),
     `- Heap in use ${Math.min(...heap)}–${Math.max(...heap)} MB; GC pauses: minor ${sum(col(4))} (${sum(col(5))} ms), major ${sum(col(6))} (${sum(col(7))} ms), other ${sum(col(8))} (${sum(col(9))} ms): ${((sum(col(5)) + sum(col(7)) + sum(col(9))) / rows.length / 10).toFixed(1)}% of the time in pauses`,
   ].join('\n');
 }

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { CliError } from '../cli-error.ts';
 
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
+const V8_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
 
 /** `tollgate start`: runs the gateway as `npm start` does, in a child process that gets our signals. */
 export function registerStartCommand(program: Command): void {
@@ -20,7 +21,8 @@ export function registerStartCommand(program: Command): void {
       if (options.host !== undefined) env['HOST'] = options.host;
       // The gateway is told the file came from --config, so its messages blame that and not TOLLGATE_CONFIG.
       const config = options.config === undefined ? [] : ['--config', options.config];
-      const child = spawn(process.execPath, ['--max-semi-space-size=4', MAIN, ...config], {
+      // The V8 flags of package.json's start script (docs/decisions.md, "V8's heap under 10,000 open streams").
+      const child = spawn(process.execPath, [...V8_FLAGS, MAIN, ...config], {
         env,
         stdio: 'inherit',
       });

@@ -5,7 +5,9 @@
 // and prints the bytes allocated per request by package or source file and by function. Allocation depends on the
 // machine's load far less than CPU time (only through how reads batch), so two builds compare on a busy machine
 // where CPU time cannot: compare a file's own figure rather than the total. `--relay` measures the stream fast path
-// alone (bench/lib/mini-relay.ts: no request fixed work) instead of Tollgate; give it `--stream`.
+// alone (bench/lib/mini-relay.ts: no request fixed work) instead of Tollgate; give it `--stream`. `--survivors`
+// leaves out what a scavenge collected: what remains is what outlived the young generation (promoted, then freed
+// by a major GC, or still alive), the allocation a major GC has to mark and sweep.
 import { rmSync } from 'node:fs';
 import { closedLoop } from './lib/load.ts';
 import { option, profiledBody } from './lib/options.ts';
@@ -61,7 +63,7 @@ async function startRelay(port: number, flags: string[], root: string): ReturnTy
   const started = await startPinned(
     0,
     process.execPath,
-    [...flags, '--max-semi-space-size=4', new URL('lib/mini-relay.ts', import.meta.url).pathname],
+    [...flags, '--max-semi-space-size=4', process.env['RELAY'] ?? new URL('lib/mini-relay.ts', import.meta.url).pathname],
     { ROOT: root, PROXY_TARGET: `http://127.0.0.1:${port}`, PORT: '0' },
     /listening (\d+)/,
   );
@@ -86,9 +88,9 @@ async function measure(root: string): Promise<void> {
     await session.send('HeapProfiler.startSampling', {
       samplingInterval: 256,
       includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
+      includeObjectsCollectedByMinorGC: !process.argv.includes('--survivors'),
     });
-    const run = await closedLoop(tollgate.target, CONNECTIONS, 3_000, BODY);
+    const run = await closedLoop(tollgate.target, CONNECTIONS, Number(option('seconds') ?? 3) * 1000, BODY);
     const { profile } = (await session.send('HeapProfiler.stopSampling')) as { profile: { head: HeapNode } };
     session.close();
     const groups = new Map<string, number>();

@@ -3,10 +3,14 @@
 // always measured first), `--rounds=N` (default 3), `--slices=N` per round (default 6, 1.5 s each),
 // `--connections=N` (default 16). The targets take turns in every slice, as the harness's non-streamed section
 // does, so a before/after comparison of the request path is not at the mercy of the shared machine's load.
+// `--stream` (with `--chunks=N`, default 20) measures whole streams the mock sends at once instead (use
+// `--connections=1` for a lone stream); `--variant=F,G` adds this checkout once more, started with node flags F and
+// G after its start script's (an A/B of runtime flags in the same slices).
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { cpuSlices } from './lib/cpu-slices.ts';
 import { closedLoop } from './lib/load.ts';
+import { profiledBody } from './lib/options.ts';
 import { startMock } from './lib/mock.ts';
 import { CAN_PIN } from './lib/processes.ts';
 import { startBareProxy } from './lib/bare.ts';
@@ -19,6 +23,8 @@ const BUILDS = [ROOT, ...option('build')];
 const ROUNDS = Number(option('rounds')[0] ?? 3);
 const SLICES = Number(option('slices')[0] ?? 6);
 const CONNECTIONS = Number(option('connections')[0] ?? 16);
+const VARIANTS = option('variant').map((flags) => flags.split(',').filter(Boolean));
+const REQUEST = profiledBody();
 const BARE = 'bare node:http proxy';
 
 /** A build's name: its commit, and "(this)" for this checkout even when its tree has changes. */
@@ -36,13 +42,20 @@ async function main(): Promise<void> {
   const { process: bare, target: bareTarget } = await startBareProxy(mockPort);
   const builds = [];
   try {
-    for (const dir of BUILDS) builds.push({ root: dir, ...(await startTollgate(mockPort, [], dir)) });
-    const targets = [bareTarget, ...builds.map((b) => ({ ...b.target, name: nameOf(b.root) }))];
-    for (const target of targets) await closedLoop(target, CONNECTIONS, 2_000);
+    for (const dir of BUILDS)
+      builds.push({ root: dir, name: nameOf(dir), ...(await startTollgate(mockPort, [], dir)) });
+    for (const flags of VARIANTS)
+      builds.push({
+        root: ROOT,
+        name: `${nameOf(ROOT)} ${flags.join(' ')}`,
+        ...(await startTollgate(mockPort, flags, ROOT)),
+      });
+    const targets = [bareTarget, ...builds.map((b) => ({ ...b.target, name: b.name }))];
+    for (const target of targets) await closedLoop(target, CONNECTIONS, 2_000, REQUEST);
     const micros = new Map(targets.map((t) => [t.name, [] as number[]]));
     const ratios = new Map(targets.map((t) => [t.name, [] as number[]]));
     for (let round = 1; round <= ROUNDS; round++) {
-      const totals = await cpuSlices(targets, SLICES, 1_500, CONNECTIONS);
+      const totals = await cpuSlices(targets, SLICES, 1_500, CONNECTIONS, REQUEST);
       const perRequest = (name: string): number => {
         const total = totals.get(name)!;
         if (total.non200 > 0)

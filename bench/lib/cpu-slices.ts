@@ -18,13 +18,14 @@ export async function cpuSlices(
   slices: number,
   sliceMs: number,
   connections = 16,
+  request?: object,
 ): Promise<Map<string, SliceTotals>> {
   const totals = new Map(targets.map((t) => [t.name, { requests: 0, seconds: 0, cpuSeconds: 0, non200: 0 }]));
   for (let slice = 0; slice < slices; slice++) {
     for (const target of slice % 2 === 0 ? targets : [...targets].reverse()) {
       const total = totals.get(target.name)!;
       const cpuBefore = target.pid ? treeCpuSeconds(target.pid) : 0;
-      const run = await closedLoop(target, connections, sliceMs);
+      const run = await closedLoop(target, connections, sliceMs, request);
       total.cpuSeconds += target.pid ? treeCpuSeconds(target.pid) - cpuBefore : NaN;
       total.requests += run.requests;
       total.seconds += run.seconds;

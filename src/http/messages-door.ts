@@ -5,6 +5,7 @@ import type { ToolEvent } from '../gateway/stream-event.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { answerHeaders } from './answer-headers.ts';
+import { createDoorSink } from './door-sink.ts';
 import { bearerToken } from './auth-hook.ts';
 import { type FrontDoor, renameFields } from './front-door.ts';
 
@@ -357,7 +358,7 @@ function messagesSink(text: TextSink, admitted: Admitted): StreamSink {
     });
   };
 
-  return {
+  return createDoorSink(text, {
     open(facts) {
       text.open(answerHeaders(facts));
       send('message_start', {
@@ -394,11 +395,6 @@ function messagesSink(text: TextSink, admitted: Admitted): StreamSink {
     fail(error) {
       send('error', { error: { type: errorType(error.status), message: error.message } });
     },
-    drain: (timeoutMs) => text.drain(timeoutMs),
     end: () => text.end(),
-    get closed() {
-      return text.closed;
-    },
-    onClose: (listener) => text.onClose(listener),
-  };
+  });
 }

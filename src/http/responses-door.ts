@@ -5,6 +5,7 @@ import type { ToolEvent } from '../gateway/stream-event.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { answerHeaders } from './answer-headers.ts';
+import { createDoorSink } from './door-sink.ts';
 import { bearerToken } from './auth-hook.ts';
 import { type FrontDoor, renameFields } from './front-door.ts';
 
@@ -396,7 +397,7 @@ function responsesSink(text: TextSink, echo: Json, admitted: Admitted): StreamSi
     });
   };
 
-  return {
+  return createDoorSink(text, {
     open(facts) {
       text.open(answerHeaders(facts));
       const response = responseObject(echo, admitted, id, createdAt, 'in_progress', [], undefined);
@@ -421,11 +422,6 @@ function responsesSink(text: TextSink, echo: Json, admitted: Admitted): StreamSi
     fail(error) {
       send('error', { code: error.code, message: error.message, param: error.param });
     },
-    drain: (timeoutMs) => text.drain(timeoutMs),
     end: () => text.end(),
-    get closed() {
-      return text.closed;
-    },
-    onClose: (listener) => text.onClose(listener),
-  };
+  });
 }

@@ -4,6 +4,7 @@ import type { ChatChunk } from '../gateway/chat-types.ts';
 import { ownBytes, type PassChunk, RawChunk } from '../gateway/raw-chunk.ts';
 import type { ToolEvent } from '../gateway/stream-event.ts';
 import { answerHeaders } from './answer-headers.ts';
+import { createDoorSink } from './door-sink.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 
 /**
@@ -31,10 +32,10 @@ class SseSink implements TextSink {
     this.#response = response;
     this.#baseHeaders = baseHeaders;
     response.on('close', () => {
-      if (response.writableFinished) return;
-      this.#closed = true;
       const listeners = this.#listeners;
       this.#listeners = undefined;
+      if (response.writableFinished) return;
+      this.#closed = true;
       if (listeners !== undefined) for (const listener of listeners) listener();
     });
   }
@@ -179,7 +180,7 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean, answe
     }
     return `data: ${JSON.stringify(chunk)}\n\n`;
   };
-  return {
+  return createDoorSink(text, {
     open: (facts) => text.open(answerHeaders(facts)),
     events(batch) {
       let out = '';
@@ -262,13 +263,8 @@ export function chatCompletionsSink(text: TextSink, includeUsage: boolean, answe
       else text.write(DONE_EVENT);
     },
     fail: (error) => void text.write(`data: ${JSON.stringify(error.toBody())}\n\n`),
-    drain: (timeoutMs) => text.drain(timeoutMs),
     end: () => (done === undefined ? text.end() : text.endWith!(done)),
-    get closed() {
-      return text.closed;
-    },
-    onClose: (listener) => text.onClose(listener),
-  };
+  });
 }
 
 /** The end of a chunk's one choice that has not finished, and of the chunk. */

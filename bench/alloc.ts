@@ -63,7 +63,11 @@ async function startRelay(port: number, flags: string[], root: string): ReturnTy
   const started = await startPinned(
     0,
     process.execPath,
-    [...flags, '--max-semi-space-size=4', process.env['RELAY'] ?? new URL('lib/mini-relay.ts', import.meta.url).pathname],
+    [
+      ...flags,
+      '--max-semi-space-size=4',
+      process.env['RELAY'] ?? new URL('lib/mini-relay.ts', import.meta.url).pathname,
+    ],
     { ROOT: root, PROXY_TARGET: `http://127.0.0.1:${port}`, PORT: '0' },
     /listening (\d+)/,
   );

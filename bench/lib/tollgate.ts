@@ -12,10 +12,13 @@ const ADMIN = 'tg-admin-bench-0123456789abcdef';
  * with its own V8 settings, as `npm start` starts it.
  */
 export function startFlags(root: string = ROOT): string[] {
-  const script = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } })
-    .scripts.start;
+  const script = (
+    JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }
+  ).scripts.start;
   const words = script.split(/\s+/);
-  return words.slice(words.indexOf('node') + 1, words.indexOf('src/main.ts')).filter((w) => w.startsWith('--'));
+  return words
+    .slice(words.indexOf('node') + 1, words.indexOf('src/main.ts'))
+    .filter((w) => w.startsWith('--'));
 }
 
 /**

@@ -246,6 +246,7 @@ export class RedisHoldBook implements HoldBook {
       await settleScript.run(this.#redis, this.#keys(pending.accountId), [
         charged?.version ?? -1,
         charged?.chargedMicros ?? 0,
+        charged?.replayed ? 1 : 0,
         charged?.keys.length ?? 0,
         ...(charged?.keys.flatMap((k) => [k.keyId, k.day, k.micros]) ?? []),
         ...pending.requestIds,

@@ -58,23 +58,26 @@ local function dropHold(id, entry)
 end
 `;
 
-/** KEYS: bal, holds, kspent, kheld. ARGV: new ledger version (-1: nothing charged), µUSD charged, number of
- *  key charges n, then n × (key id, day, µUSD), then the settled request ids. Releases their holds; applies
- *  the charge to the balance when it is the version right after Redis's, else makes the balance unknown. */
+/** KEYS: bal, holds, kspent, kheld. ARGV: new ledger version (-1: no such account), µUSD charged, replayed
+ *  (1: the requests were charged by an earlier commit whose result was lost; the version is the one read after
+ *  it), number of key charges n, then n × (key id, day, µUSD), then the settled request ids. Releases their
+ *  holds; applies the charge to the balance when it is the version right after Redis's, else makes the balance
+ *  unknown. A replayed settlement never applies: Redis's balance may predate the lost commit, so unless it is
+ *  at least as new as the version read, it is made unknown (and a seed read before that version is refused). */
 export const SETTLE_SCRIPT = `${DROP_HOLD}
 local version = tonumber(ARGV[1])
-local n = tonumber(ARGV[3])
-for i = 4 + 3 * n, #ARGV do
+local n = tonumber(ARGV[4])
+for i = 5 + 3 * n, #ARGV do
   local entry = redis.call('HGET', KEYS[2], ARGV[i])
   if entry then dropHold(ARGV[i], entry) end
 end
 if version < 0 then return 1 end
 local known = tonumber(redis.call('HGET', KEYS[1], 'ver') or '-1')
-if known == version - 1 and redis.call('HEXISTS', KEYS[1], 'bal') == 1 then
+if ARGV[3] == '0' and known == version - 1 and redis.call('HEXISTS', KEYS[1], 'bal') == 1 then
   redis.call('HINCRBY', KEYS[1], 'bal', -tonumber(ARGV[2]))
   redis.call('HSET', KEYS[1], 'ver', version)
   for i = 0, n - 1 do
-    local key, day, micros = ARGV[4 + 3 * i], ARGV[5 + 3 * i], ARGV[6 + 3 * i]
+    local key, day, micros = ARGV[5 + 3 * i], ARGV[6 + 3 * i], ARGV[7 + 3 * i]
     local from = redis.call('HGET', KEYS[3], 'd:' .. key)
     if from and day >= from then redis.call('HINCRBY', KEYS[3], 's:' .. key, micros) end
   end

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import type { RedisHoldBook } from '../src/billing/redis-hold-book.ts';
 import { SettlementQueue } from '../src/billing/settlement-queue.ts';
+import { GatewayError } from '../src/shared/gateway-error.ts';
 import { settlementOf } from '../src/billing/testing.ts';
 import { connectRedis, type RedisBackends } from '../src/shared/connect-redis.ts';
 import { StoreUnavailableError } from '../src/store/db.ts';
@@ -10,6 +12,7 @@ import type { LedgerRepo } from '../src/store/ledger-repo.ts';
 import { createStore, type Store } from '../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';
+import { redisServerMissing, startRedisServer } from './helpers/redis-server.ts';
 
 const silent = pino({ level: 'silent' });
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
@@ -18,6 +21,24 @@ const EACH = 1_000;
 const skip =
   (await redisUnavailable()) ??
   (postgres ? await postgres.unavailable() : 'PostgreSQL backend excluded by TOLLGATE_TEST_BACKENDS');
+
+async function insertAccount(opened: OpenedBackend, store: Store, id: string, micros: number): Promise<void> {
+  const now = Date.now();
+  await opened.db.run(
+    "INSERT INTO accounts (id, email, password_hash, plan, created_at) VALUES ($1, $2, 'x', 'enterprise', $3)",
+    [id, `${id}@example.com`, now],
+  );
+  await store.ledger.addGrant({
+    id: `grant_${id}`,
+    accountId: id,
+    kind: 'admin',
+    amountMicros: micros,
+    remainingMicros: micros,
+    expiresAt: now + 86_400_000,
+    createdAt: now,
+    source: null,
+  });
+}
 
 /**
  * A settlement batch whose commit lands in PostgreSQL while its acknowledgement is lost (the connection is cut
@@ -45,23 +66,6 @@ describe(
       await redisPrefix.cleanup();
     });
 
-    const insertAccount = async (id: string, micros: number): Promise<void> => {
-      const now = Date.now();
-      await opened.db.run(
-        "INSERT INTO accounts (id, email, password_hash, plan, created_at) VALUES ($1, $2, 'x', 'enterprise', $3)",
-        [id, `${id}@example.com`, now],
-      );
-      await store.ledger.addGrant({
-        id: `grant_${id}`,
-        accountId: id,
-        kind: 'admin',
-        amountMicros: micros,
-        remainingMicros: micros,
-        expiresAt: now + 86_400_000,
-        createdAt: now,
-        source: null,
-      });
-    };
     /** The real ledger, except that its next `settle` commits and then reports the connection lost. */
     const ledgerLosingOneAck = (ledger: LedgerRepo): LedgerRepo => {
       let lose = true;
@@ -108,7 +112,7 @@ describe(
 
     it('the retried batch charges nothing and its released holds never free credit twice: no overspend', async () => {
       const accountId = 'acct_lost_ack';
-      await insertAccount(accountId, EACH * 3);
+      await insertAccount(opened, store, accountId, EACH * 3);
       const book: RedisHoldBook = backends.holds(store.ledger);
       const queue = new SettlementQueue(ledgerLosingOneAck(store.ledger), silent, {
         holdRows: false,
@@ -141,6 +145,88 @@ describe(
       await waitFor(async () => (await book.heldMicros(accountId)) === 0);
       assert.deepEqual(await money(accountId), { charged: EACH * 3, uncollected: 0, left: 0 });
       await queue.close();
+    });
+  },
+);
+
+const restartSkip =
+  (await redisServerMissing()) ??
+  (postgres ? await postgres.unavailable() : 'PostgreSQL backend excluded by TOLLGATE_TEST_BACKENDS');
+
+/**
+ * Redis restarted empty: another instance re-reads the balance from the ledger at once (it checked the new
+ * generation), while an instance that has not noticed the restart yet (its heartbeat has not come round) still
+ * has requests running whose holds Redis lost. It must not hold against that balance before putting them back.
+ */
+describe(
+  'credit holds in Redis restarted empty, before every instance has noticed',
+  { skip: restartSkip ?? false },
+  () => {
+    it('an instance that has not seen the new generation puts its holds back before it holds again', async () => {
+      const own = await startRedisServer();
+      const opened = await postgres!.open();
+      const store = createStore(opened.db);
+      // No heartbeats: the instance that has not noticed stays so until it asks Redis for credit itself.
+      const first = connectRedis(own.url, 'local', silent);
+      const second = connectRedis(own.url, 'local', silent);
+      const probe = new Redis(own.port, '127.0.0.1');
+      probe.on('error', () => {});
+      try {
+        await first.ready(2_000);
+        await second.ready(2_000);
+        await insertAccount(opened, store, 'acct_unnoticed', EACH * 10);
+        const unaware = first.holds(store.ledger);
+        const other = second.holds(store.ledger);
+        const hold = async (book: RedisHoldBook, requestId: string): Promise<boolean> => {
+          const deadline = Date.now() + 15_000;
+          for (;;) {
+            try {
+              return await book.hold(requestId, 'acct_unnoticed', EACH, Date.now(), Date.now() + 60_000);
+            } catch (error) {
+              // While Redis is coming back a hold may be refused with 503, never granted.
+              assert.ok(error instanceof GatewayError && error.code === 'service_unavailable', String(error));
+              if (Date.now() > deadline) throw error;
+              await new Promise((resolve) => setTimeout(resolve, 50));
+            }
+          }
+        };
+        const taken = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => hold(unaware, `req_running${i}`)),
+        );
+        assert.ok(taken.every(Boolean));
+
+        await own.restart();
+        // The other instance asks first: it sees the new generation, reads the balance (10 of credit, nothing
+        // charged yet) into Redis, and waits out the fence.
+        const othersAnswer = hold(other, 'req_other');
+        othersAnswer.catch(() => {}); // awaited below; this only keeps a failed run's report clean
+        const deadline = Date.now() + 15_000;
+        while (
+          !(await probe.hexists('tg:hold:{acct_unnoticed}:bal', 'bal').catch(() => 0)) &&
+          Date.now() < deadline
+        )
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        assert.equal(
+          await probe.hexists('tg:hold:{acct_unnoticed}:bal', 'bal'),
+          1,
+          'the balance was read again',
+        );
+
+        assert.equal(
+          await hold(unaware, 'req_new'),
+          false,
+          'its own ten running requests still hold the credit',
+        );
+        assert.equal(await othersAnswer, false, 'and every instance sees them');
+        assert.equal(Number(await probe.hget('tg:hold:{acct_unnoticed}:bal', 'held')), EACH * 10);
+        assert.equal(await probe.hlen('tg:hold:{acct_unnoticed}:holds'), 10);
+      } finally {
+        probe.disconnect();
+        await first.bus.close();
+        await second.bus.close();
+        await opened.cleanup();
+        await own.stop();
+      }
     });
   },
 );

@@ -65,10 +65,10 @@ if (isMainThread && file !== undefined) {
     clear(timer as NodeJS.Timeout);
   }) as typeof clearTimeout;
   const clearImmediateOriginal = globalThis.clearImmediate;
-  globalThis.clearImmediate = ((immediate?: NodeJS.Immediate) => {
+  globalThis.clearImmediate = (immediate?: NodeJS.Immediate) => {
     if (immediate !== undefined && immediate !== null) count('clearImmediate');
     clearImmediateOriginal(immediate);
-  }) as typeof clearImmediate;
+  };
 
   try {
     const require = createRequire(process.argv[1] ?? import.meta.url);

@@ -131,6 +131,40 @@ for (const backend of BACKENDS) {
       assert.equal((await server.call('GET', '/api/account', { key })).status, 200);
     });
 
+    it('the chat route refuses a key alike on its first use and from the cache: 401 unknown, 403 revoked, 403 elsewhere', async () => {
+      const chat = (key: string) =>
+        server.call('POST', '/v1/chat/completions', {
+          key,
+          body: { model: 'model-b', messages: [{ role: 'user', content: 'hi' }] },
+        });
+      for (let i = 0; i < 2; i++) {
+        const unknown = await chat('tg-nobody-has-this-key-000000000000');
+        assert.equal(unknown.status, 401);
+        ERROR_SHAPE(unknown.body, 'unauthorized');
+        const malformed = await chat('not a key');
+        assert.equal(malformed.status, 401);
+        ERROR_SHAPE(malformed.body, 'unauthorized');
+      }
+      const { key } = await server.register();
+      const second = await server.call('POST', '/api/keys', { key, body: { name: 'to-revoke' } });
+      assert.equal((await server.call('DELETE', `/api/keys/${second.body.id}`, { key })).status, 200);
+      const elsewhere = await server.call('POST', '/api/keys', {
+        key,
+        body: { name: 'office', allowed_ips: ['203.0.113.0/24'] },
+      });
+      // The first call looks each key up in the store, the second finds it in the cache.
+      for (let i = 0; i < 2; i++) {
+        const revoked = await chat(second.body.key);
+        assert.equal(revoked.status, 403);
+        assert.match(revoked.body.error.message, /revoked/);
+        const refused = await chat(elsewhere.body.key);
+        assert.equal(refused.status, 403);
+        assert.match(refused.body.error.message, /may not be used from/);
+      }
+      const admin = await chat(ADMIN_KEY);
+      assert.equal(admin.status, 403, 'the admin key is not a user key on the chat route');
+    });
+
     it('rotating a key gives a new secret and the old one stops working', async () => {
       const { key, keyId } = await server.register();
       const rotated = await server.call('POST', `/api/keys/${keyId}/rotate`, { key });

@@ -174,29 +174,32 @@ export class AccountsService {
    * an address outside the key's allow-list. Served from the in-process cache after the first lookup.
    */
   async authenticate(secret: string | undefined, clientIp: string): Promise<Principal> {
+    return this.authenticateNow(secret, clientIp) ?? this.#lookUp(secret!, clientIp);
+  }
+
+  /**
+   * As authenticate, answered in the same call from the in-process cache (no promise, no turn): undefined when
+   * the secret is not cached (a first use, the admin key), for authenticate to look up; refusals throw alike.
+   */
+  authenticateNow(secret: string | undefined, clientIp: string): Principal | undefined {
     if (!secret || !isPlausibleSecret(secret))
       throw new GatewayError('unauthorized', 'missing or invalid API key');
+    const now = this.#o.clock();
+    const entry = this.#o.cache.get(secret, now);
+    return entry && principalOf(entry.key, entry.account, now, clientIp);
+  }
+
+  /** A secret not in the cache: looked up by its hash (the admin key is never cached, so always checked here). */
+  async #lookUp(secret: string, clientIp: string): Promise<Principal> {
     const { cache, store, clock } = this.#o;
     const now = clock();
-    // A cached user key needs no hashing; the admin key is never cached, so it is always checked by hash.
-    let entry = cache.get(secret, now);
-    if (!entry) {
-      const hash = hashSecret(secret);
-      if (this.#adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#adminHash))
-        return { kind: 'admin' };
-      const found = await store.accounts.keyWithAccount(hash);
-      if (!found) throw new GatewayError('unauthorized', 'missing or invalid API key');
-      cache.set(secret, found.key, found.account, now);
-      entry = { ...found, expiresAt: 0 };
-    }
-    if (entry.key.status === 'revoked') throw new GatewayError('forbidden', 'this API key has been revoked');
-    refuseExpiredKey(entry.key, now);
-    if (entry.account.status === 'suspended')
-      throw new GatewayError('forbidden', 'this account is suspended');
-    if (entry.key.allowedIps && !ipAllowed(entry.key.allowedIps, clientIp)) {
-      throw new GatewayError('forbidden', `this API key may not be used from ${clientIp}`);
-    }
-    return { kind: 'user', key: entry.key, account: entry.account };
+    const hash = hashSecret(secret);
+    if (this.#adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#adminHash))
+      return { kind: 'admin' };
+    const found = await store.accounts.keyWithAccount(hash);
+    if (!found) throw new GatewayError('unauthorized', 'missing or invalid API key');
+    cache.set(secret, found.key, found.account, now);
+    return principalOf(found.key, found.account, now, clientIp);
   }
 
   async listKeys(accountId: string): Promise<ApiKeyRecord[]> {
@@ -489,4 +492,14 @@ export function isCidr(value: string): boolean {
   if (bits === undefined) return true;
   const n = Number(bits);
   return /^\d+$/.test(bits) && n >= 0 && n <= (family === 4 ? 32 : 128);
+}
+
+/** A user key's principal, or the refusal its state or the client's address calls for (403). */
+function principalOf(key: ApiKeyRecord, account: AccountRecord, now: number, clientIp: string): Principal {
+  if (key.status === 'revoked') throw new GatewayError('forbidden', 'this API key has been revoked');
+  refuseExpiredKey(key, now);
+  if (account.status === 'suspended') throw new GatewayError('forbidden', 'this account is suspended');
+  if (key.allowedIps && !ipAllowed(key.allowedIps, clientIp))
+    throw new GatewayError('forbidden', `this API key may not be used from ${clientIp}`);
+  return { kind: 'user', key, account };
 }

@@ -340,7 +340,7 @@ export class ChatGateway {
    * stream's own callback (no promise per chunk); a client not keeping up pauses the upstream until it drains.
    * Resolves with the failure that ended the stream, or undefined after its terminal event.
    */
-  async #passThrough(
+  #passThrough(
     stream: PassThroughStream,
     request: ChatRequest,
     sink: StreamSink,
@@ -362,20 +362,22 @@ export class ChatGateway {
       }
       return sink.passThrough!(batch, request.model);
     };
-    if (!relay(stream.first)) await sink.drain(idleMs);
-    return new Promise((resolve) => {
-      stream.start({
-        chunks(batch) {
-          if (relay(batch)) return true;
-          void sink.drain(idleMs).then(() => stream.resume());
-          return false;
-        },
-        end(failure) {
-          state.generated += rawText.take();
-          resolve(failure);
-        },
+    // One promise per stream, its end: the first read's chunks go out in this call unless the client is full.
+    const follow = (): Promise<unknown> =>
+      new Promise((resolve) => {
+        stream.start({
+          chunks(batch) {
+            if (relay(batch)) return true;
+            void sink.drain(idleMs).then(() => stream.resume());
+            return false;
+          },
+          end(failure) {
+            state.generated += rawText.take();
+            resolve(failure);
+          },
+        });
       });
-    });
+    return relay(stream.first) ? follow() : sink.drain(idleMs).then(follow);
   }
 
   /** A request that got no answer: nothing generated; a client that left after it went upstream pays its prompt. */

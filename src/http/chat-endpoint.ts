@@ -101,11 +101,11 @@ async function serveChat(
       res.setHeader('connection', 'close');
       throw new GatewayError('service_unavailable', 'the server is shutting down; retry on another instance');
     }
+    const token = door.token(req);
+    const ip = clientIp(req.socket.remoteAddress ?? '', forwardedFor(req.headers['x-forwarded-for']));
+    // A cached key is answered in this call; only a first use waits for the store.
     const { key, account } = asUser(
-      await services.accounts.authenticate(
-        door.token(req),
-        clientIp(req.socket.remoteAddress ?? '', forwardedFor(req.headers['x-forwarded-for'])),
-      ),
+      services.accounts.authenticateNow(token, ip) ?? (await services.accounts.authenticate(token, ip)),
     );
     const body = await readJsonBody(req, services.config.bodyLimitBytes);
     const exchange = door.exchange(body);
@@ -221,8 +221,13 @@ function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown
     req.on('error', reject);
     req.on('end', () => {
       if (length > limitBytes) return;
-      if (length < LARGE_BODY_BYTES) parseJsonBody(chunks, length).then(resolve, reject);
-      else parseLargeJsonBody(chunks, length).then(resolve, reject);
+      if (length >= LARGE_BODY_BYTES) return void parseLargeJsonBody(chunks, length).then(resolve, reject);
+      // A small body is parsed here, in the end event's own call: no promise of its own to settle this one.
+      try {
+        resolve(parseJson(joined(chunks, length).toString()));
+      } catch (error) {
+        reject(error instanceof Error ? error : new Error(String(error)));
+      }
     });
   });
 }

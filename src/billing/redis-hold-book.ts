@@ -152,6 +152,9 @@ export class RedisHoldBook implements HoldBook {
         key?.limitMicros ?? -1,
         key?.fromDay ?? '',
         now,
+        // A balance seeded after a restart this instance has not noticed yet is refused (-1): it checks the
+        // generation (putting its own holds back, learning the fence) before it holds against it.
+        this.#generation ?? '',
       ])) as [number, number];
       if (code === 1) {
         this.#mine.set(requestId, { accountId, amountMicros, keyId, entry });
@@ -201,6 +204,7 @@ export class RedisHoldBook implements HoldBook {
           key && key.limitMicros !== null ? key.keyId : '',
           key?.fromDay ?? '',
           read.keySpentMicros,
+          this.#generation ?? '',
         ],
       );
       if (written === 1) return true;
@@ -246,6 +250,7 @@ export class RedisHoldBook implements HoldBook {
       await settleScript.run(this.#redis, this.#keys(pending.accountId), [
         charged?.version ?? -1,
         charged?.chargedMicros ?? 0,
+        charged?.replayed ? 1 : 0,
         charged?.keys.length ?? 0,
         ...(charged?.keys.flatMap((k) => [k.keyId, k.day, k.micros]) ?? []),
         ...pending.requestIds,
@@ -310,9 +315,14 @@ export class RedisHoldBook implements HoldBook {
     if (fenceLeft > 0) this.#fenceUntil = Math.max(this.#fenceUntil, Date.now() + fenceLeft);
     if (generation === this.#generation) return;
     const first = this.#generation === undefined;
-    this.#generation = generation ?? undefined;
     this.#indexed.clear();
-    if (first && this.#mine.size === 0) return;
+    // The new generation is taken only once this instance's holds are back: until then its holds are refused
+    // by balances seeded in it, so none is taken before those it already granted are counted again.
+    if (!first || this.#mine.size > 0) await this.#reassert();
+    this.#generation = generation ?? undefined;
+  }
+
+  async #reassert(): Promise<void> {
     this.#logger.warn(
       { holds: this.#mine.size },
       'Redis lost the credit holds (restarted empty or failed over): putting back this instance’s',
@@ -323,12 +333,16 @@ export class RedisHoldBook implements HoldBook {
         await this.#redis.sadd(this.#accountsOf(this.instanceId), hold.accountId);
         this.#indexed.add(hold.accountId);
       }
-      await reassertScript.run(this.#redis, this.#keys(hold.accountId), [
+      const added = await reassertScript.run(this.#redis, this.#keys(hold.accountId), [
         requestId,
         hold.entry,
         hold.amountMicros,
         hold.keyId,
       ]);
+      // Its settlement committed meanwhile, and its release may have reached Redis first (a script Redis has
+      // not loaded since the restart is sent twice): take the hold out again, or it would never leave.
+      if (added === 1 && this.#mine.get(requestId) !== hold)
+        await settleScript.run(this.#redis, this.#keys(hold.accountId), [-1, 0, 0, 0, requestId]);
     }
   }
 

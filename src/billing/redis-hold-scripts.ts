@@ -3,8 +3,9 @@
  * (`{account id}`, so a script's keys live on one cluster slot):
  *
  * - `bal` hash: `bal` (spendable µUSD as of ledger version `ver`, read from PostgreSQL; absent = must be read
- *   again), `ver`, `until` (when a counted grant expires: the balance is read again then), `held` (sum of the
- *   live holds);
+ *   again), `ver`, `until` (when a counted grant expires: the balance is read again then), `gen` (the Redis
+ *   generation it was read in: only an instance that has seen that generation holds against it), `held` (sum
+ *   of the live holds);
  * - `holds` hash: request id → JSON `{a: amount, i: owning instance, k: key id, e: expiry, s?: the finished
  *   request's settlement}`;
  * - `kspent` hash: per limited key, `d:<key>` the first day of its period and `s:<key>` its charged spend since
@@ -13,11 +14,12 @@
  */
 
 /** KEYS: bal, holds, kspent, kheld. ARGV: request id, amount, entry JSON, key id ('' none), key limit (-1 none),
- *  key period's first day, now. Returns {1 held | 0 account short | -1 balance not known | -2 key short |
- *  -3 key spend not known, what the key's holds reserve}. */
+ *  key period's first day, now, the Redis generation the caller last saw. Returns {1 held | 0 account short |
+ *  -1 balance not known (or seeded in a generation the caller has not seen: it must put its holds back first) |
+ *  -2 key short | -3 key spend not known, what the key's holds reserve}. */
 export const HOLD_SCRIPT = `
-local b = redis.call('HMGET', KEYS[1], 'bal', 'until', 'held')
-if not b[1] or tonumber(b[2]) <= tonumber(ARGV[7]) then return {-1, 0} end
+local b = redis.call('HMGET', KEYS[1], 'bal', 'until', 'held', 'gen')
+if not b[1] or tonumber(b[2]) <= tonumber(ARGV[7]) or b[4] ~= ARGV[8] then return {-1, 0} end
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {1, 0} end
 local amount = tonumber(ARGV[2])
 local available = tonumber(b[1]) - tonumber(b[3] or '0')
@@ -37,13 +39,14 @@ return {1, keyHeld + amount}
 `;
 
 /** KEYS: bal, kspent. ARGV: ledger version, spendable, until, key id ('' none), key period's first day, key
- *  spend. Writes a balance read from PostgreSQL unless Redis already has a newer version (then 0: read again). */
+ *  spend, the Redis generation the seeder checked. Writes a balance read from PostgreSQL unless Redis already
+ *  has a newer version (then 0: read again). */
 export const SEED_SCRIPT = `
 local known = tonumber(redis.call('HGET', KEYS[1], 'ver') or '-1')
 local version = tonumber(ARGV[1])
 if version < known then return 0 end
 if version > known then redis.call('DEL', KEYS[2]) end
-redis.call('HSET', KEYS[1], 'ver', ARGV[1], 'bal', ARGV[2], 'until', ARGV[3])
+redis.call('HSET', KEYS[1], 'ver', ARGV[1], 'bal', ARGV[2], 'until', ARGV[3], 'gen', ARGV[7])
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], 'd:' .. ARGV[4], ARGV[5], 's:' .. ARGV[4], ARGV[6]) end
 return 1
 `;
@@ -58,23 +61,26 @@ local function dropHold(id, entry)
 end
 `;
 
-/** KEYS: bal, holds, kspent, kheld. ARGV: new ledger version (-1: nothing charged), µUSD charged, number of
- *  key charges n, then n × (key id, day, µUSD), then the settled request ids. Releases their holds; applies
- *  the charge to the balance when it is the version right after Redis's, else makes the balance unknown. */
+/** KEYS: bal, holds, kspent, kheld. ARGV: new ledger version (-1: no such account), µUSD charged, replayed
+ *  (1: the requests were charged by an earlier commit whose result was lost; the version is the one read after
+ *  it), number of key charges n, then n × (key id, day, µUSD), then the settled request ids. Releases their
+ *  holds; applies the charge to the balance when it is the version right after Redis's, else makes the balance
+ *  unknown. A replayed settlement never applies: Redis's balance may predate the lost commit, so unless it is
+ *  at least as new as the version read, it is made unknown (and a seed read before that version is refused). */
 export const SETTLE_SCRIPT = `${DROP_HOLD}
 local version = tonumber(ARGV[1])
-local n = tonumber(ARGV[3])
-for i = 4 + 3 * n, #ARGV do
+local n = tonumber(ARGV[4])
+for i = 5 + 3 * n, #ARGV do
   local entry = redis.call('HGET', KEYS[2], ARGV[i])
   if entry then dropHold(ARGV[i], entry) end
 end
 if version < 0 then return 1 end
 local known = tonumber(redis.call('HGET', KEYS[1], 'ver') or '-1')
-if known == version - 1 and redis.call('HEXISTS', KEYS[1], 'bal') == 1 then
+if ARGV[3] == '0' and known == version - 1 and redis.call('HEXISTS', KEYS[1], 'bal') == 1 then
   redis.call('HINCRBY', KEYS[1], 'bal', -tonumber(ARGV[2]))
   redis.call('HSET', KEYS[1], 'ver', version)
   for i = 0, n - 1 do
-    local key, day, micros = ARGV[4 + 3 * i], ARGV[5 + 3 * i], ARGV[6 + 3 * i]
+    local key, day, micros = ARGV[5 + 3 * i], ARGV[6 + 3 * i], ARGV[7 + 3 * i]
     local from = redis.call('HGET', KEYS[3], 'd:' .. key)
     if from and day >= from then redis.call('HINCRBY', KEYS[3], 's:' .. key, micros) end
   end

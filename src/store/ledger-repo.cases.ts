@@ -396,7 +396,12 @@ export function ledgerRepoCases(engine: LedgerEngine): void {
         chargedMicros: 7,
         keys: [{ keyId: 'key_1', day: '2026-11-03', micros: 7 }],
       });
-      assert.equal((await ledger.settle([settlement('a1', 30)])).size, 0, 'settled before: nothing charged');
+      // Settled before (a retried batch whose commit went unacknowledged): nothing charged, the version as read.
+      assert.deepEqual(
+        [...(await ledger.settle([settlement('a1', 30)]))],
+        [['acct_a', { version: versionA + 1, chargedMicros: 0, keys: [], replayed: true }]],
+        'settled before: nothing charged',
+      );
       const again = await ledger.settle([settlement('a5', 0, { status: 'error' })]);
       assert.deepEqual(again.get('acct_a'), {
         version: versionA + 2,

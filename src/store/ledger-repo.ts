@@ -194,11 +194,13 @@ export class LedgerRepo {
       a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0,
     );
     const holdRows = options.holdRows ?? true;
-    return this.#db.transaction(async (tx) =>
-      tx.capabilities.setBasedSettlement
-        ? settleBatch(tx, ordered, holdRows)
-        : settleRowByRow(tx, ordered, holdRows),
-    );
+    return this.#db.transaction(async (tx) => {
+      const charged = tx.capabilities.setBasedSettlement
+        ? await settleBatch(tx, ordered, holdRows)
+        : await settleRowByRow(tx, ordered, holdRows);
+      await addReplayedAccounts(tx, ordered, charged);
+      return charged;
+    });
   }
 
   /**
@@ -525,11 +527,42 @@ async function settleRowByRow(
   return settledAccounts(fresh, uncollected, versions);
 }
 
-/** Per account charged by a settlement: its new ledger version, the µUSD charged, and per key and day. */
+/**
+ * Per account of a settlement: its new ledger version, the µUSD charged, and per key and day. `replayed`: every
+ * settlement of the account in the batch had been recorded before, so nothing was charged now and `version` is
+ * the version read (not bumped); their charge committed earlier, possibly unseen by a balance read before it.
+ */
 export type SettledAccounts = Map<
   string,
-  { version: number; chargedMicros: number; keys: { keyId: string; day: string; micros: number }[] }
+  {
+    version: number;
+    chargedMicros: number;
+    keys: { keyId: string; day: string; micros: number }[];
+    replayed?: true;
+  }
 >;
+
+/**
+ * Adds the accounts whose every settlement was recorded before (a retried batch whose commit landed though its
+ * acknowledgement was lost, a replayed spool, a dead instance's journal), with their current ledger version:
+ * the charge happened in an earlier commit whose result nobody saw, and Redis holds must not release those
+ * requests' credit against a balance read before it. The insert of a recorded id waited for the commit that
+ * recorded it, so the version read here already counts that charge.
+ */
+async function addReplayedAccounts(
+  tx: Db,
+  settlements: readonly Settlement[],
+  charged: SettledAccounts,
+): Promise<void> {
+  const replayed = [...new Set(settlements.map((s) => s.accountId))].filter((id) => !charged.has(id));
+  if (replayed.length === 0) return;
+  const rows = await tx.all<{ id: string; ledger_version: number | string }>(
+    `SELECT id, ledger_version FROM accounts WHERE id IN (${replayed.map((_, i) => `$${i + 1}`).join(', ')})`,
+    replayed,
+  );
+  for (const row of rows)
+    charged.set(row.id, { version: Number(row.ledger_version), chargedMicros: 0, keys: [], replayed: true });
+}
 
 /** What each account of the fresh settlements was charged (cost less what was written off), with versions. */
 function settledAccounts(
@@ -539,7 +572,10 @@ function settledAccounts(
 ): SettledAccounts {
   const out: SettledAccounts = new Map();
   for (const [accountId, version] of versions) out.set(accountId, { version, chargedMicros: 0, keys: [] });
-  for (const [, group] of groupBy(fresh, (s) => `${s.accountId}\u0000${s.keyId}\u0000${utcDay(s.createdAt)}`)) {
+  for (const [, group] of groupBy(
+    fresh,
+    (s) => `${s.accountId}\u0000${s.keyId}\u0000${utcDay(s.createdAt)}`,
+  )) {
     const first = group[0]!;
     const account = out.get(first.accountId);
     if (!account) continue;

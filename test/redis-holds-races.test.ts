@@ -10,7 +10,7 @@ import { connectRedis, type RedisBackends } from '../src/shared/connect-redis.ts
 import { StoreUnavailableError } from '../src/store/db.ts';
 import type { LedgerRepo } from '../src/store/ledger-repo.ts';
 import { createStore, type Store } from '../src/store/store.ts';
-import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
+import { BACKENDS, insertFundedAccount, type OpenedBackend } from './helpers/backends.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';
 import { redisServerMissing, startRedisServer } from './helpers/redis-server.ts';
 
@@ -21,24 +21,6 @@ const EACH = 1_000;
 const skip =
   (await redisUnavailable()) ??
   (postgres ? await postgres.unavailable() : 'PostgreSQL backend excluded by TOLLGATE_TEST_BACKENDS');
-
-async function insertAccount(opened: OpenedBackend, store: Store, id: string, micros: number): Promise<void> {
-  const now = Date.now();
-  await opened.db.run(
-    "INSERT INTO accounts (id, email, password_hash, plan, created_at) VALUES ($1, $2, 'x', 'enterprise', $3)",
-    [id, `${id}@example.com`, now],
-  );
-  await store.ledger.addGrant({
-    id: `grant_${id}`,
-    accountId: id,
-    kind: 'admin',
-    amountMicros: micros,
-    remainingMicros: micros,
-    expiresAt: now + 86_400_000,
-    createdAt: now,
-    source: null,
-  });
-}
 
 /**
  * A settlement batch whose commit lands in PostgreSQL while its acknowledgement is lost (the connection is cut
@@ -112,7 +94,7 @@ describe(
 
     it('the retried batch charges nothing and its released holds never free credit twice: no overspend', async () => {
       const accountId = 'acct_lost_ack';
-      await insertAccount(opened, store, accountId, EACH * 3);
+      await insertFundedAccount(opened, store, accountId, EACH * 3);
       const book: RedisHoldBook = backends.holds(store.ledger);
       const queue = new SettlementQueue(ledgerLosingOneAck(store.ledger), silent, {
         holdRows: false,
@@ -174,7 +156,7 @@ describe(
       try {
         await first.ready(2_000);
         await second.ready(2_000);
-        await insertAccount(opened, store, 'acct_unnoticed', EACH * 10);
+        await insertFundedAccount(opened, store, 'acct_unnoticed', EACH * 10);
         const unaware = first.holds(store.ledger);
         const other = second.holds(store.ledger);
         const hold = async (book: RedisHoldBook, requestId: string): Promise<boolean> => {

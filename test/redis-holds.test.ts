@@ -10,7 +10,7 @@ import { connectRedis } from '../src/shared/connect-redis.ts';
 import { GatewayError } from '../src/shared/gateway-error.ts';
 import { microsToUsd } from '../src/shared/money.ts';
 import { createStore, type Store } from '../src/store/store.ts';
-import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
+import { BACKENDS, insertFundedAccount, type OpenedBackend } from './helpers/backends.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';
 import { redisServerMissing, startRedisCluster, startRedisServer } from './helpers/redis-server.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
@@ -362,24 +362,6 @@ describe('credit holds on a three-node Redis Cluster', { skip: clusterSkip ?? fa
 });
 
 describe('credit holds when Redis restarts empty or goes away', { skip: clusterSkip ?? false }, () => {
-  const insertAccount = async (opened: OpenedBackend, store: Store, id: string, micros: number) => {
-    const now = Date.now();
-    await opened.db.run(
-      "INSERT INTO accounts (id, email, password_hash, plan, created_at) VALUES ($1, $2, 'x', 'enterprise', $3)",
-      [id, `${id}@example.com`, now],
-    );
-    await store.ledger.addGrant({
-      id: `grant_${id}`,
-      accountId: id,
-      kind: 'admin',
-      amountMicros: micros,
-      remainingMicros: micros,
-      expiresAt: now + 86_400_000,
-      createdAt: now,
-      source: null,
-    });
-  };
-
   it('restarted empty with holds outstanding: their instance puts them back before anyone holds again', async () => {
     const own = await startRedisServer();
     const opened = await postgres!.open();
@@ -389,7 +371,7 @@ describe('credit holds when Redis restarts empty or goes away', { skip: clusterS
     try {
       await first.ready(2_000);
       await second.ready(2_000);
-      await insertAccount(opened, store, 'acct_restart', 10_000);
+      await insertFundedAccount(opened, store, 'acct_restart', 10_000);
       const a = first.holds(store.ledger);
       const b = second.holds(store.ledger);
       await a.start(() => {});

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import type { Db } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
-import { openDb } from '../../src/store/store.ts';
+import { openDb, type Store } from '../../src/store/store.ts';
 
 export const POSTGRES_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -109,3 +109,27 @@ export const BACKENDS: readonly Backend[] = [sqlite, postgres].filter((backend) 
   const only = process.env['TOLLGATE_TEST_BACKENDS'];
   return !only || only.split(',').includes(backend.name);
 });
+
+/** An Enterprise account `id` with one admin grant of `micros` that expires in a day, written straight to the store. */
+export async function insertFundedAccount(
+  opened: OpenedBackend,
+  store: Store,
+  id: string,
+  micros: number,
+): Promise<void> {
+  const now = Date.now();
+  await opened.db.run(
+    "INSERT INTO accounts (id, email, password_hash, plan, created_at) VALUES ($1, $2, 'x', 'enterprise', $3)",
+    [id, `${id}@example.com`, now],
+  );
+  await store.ledger.addGrant({
+    id: `grant_${id}`,
+    accountId: id,
+    kind: 'admin',
+    amountMicros: micros,
+    remainingMicros: micros,
+    expiresAt: now + 86_400_000,
+    createdAt: now,
+    source: null,
+  });
+}

@@ -10,20 +10,18 @@ import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { cpuSlices } from './lib/cpu-slices.ts';
 import { closedLoop } from './lib/load.ts';
-import { profiledBody } from './lib/options.ts';
+import { option, optionValues, profiledBody } from './lib/options.ts';
 import { startMock } from './lib/mock.ts';
 import { CAN_PIN } from './lib/processes.ts';
 import { startBareProxy } from './lib/bare.ts';
 import { startTollgate } from './lib/tollgate.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const option = (name: string): string[] =>
-  process.argv.filter((a) => a.startsWith(`--${name}=`)).map((a) => a.slice(name.length + 3));
-const BUILDS = [ROOT, ...option('build')];
-const ROUNDS = Number(option('rounds')[0] ?? 3);
-const SLICES = Number(option('slices')[0] ?? 6);
-const CONNECTIONS = Number(option('connections')[0] ?? 16);
-const VARIANTS = option('variant').map((flags) => flags.split(',').filter(Boolean));
+const BUILDS = [ROOT, ...optionValues('build')];
+const ROUNDS = Number(option('rounds') ?? 3);
+const SLICES = Number(option('slices') ?? 6);
+const CONNECTIONS = Number(option('connections') ?? 16);
+const VARIANTS = optionValues('variant').map((flags) => flags.split(',').filter(Boolean));
 const REQUEST = profiledBody();
 const BARE = 'bare node:http proxy';
 

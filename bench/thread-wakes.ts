@@ -12,19 +12,17 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { closedLoop, type Target } from './lib/load.ts';
-import { option, profiledBody } from './lib/options.ts';
+import { option, optionValues, profiledBody } from './lib/options.ts';
 import { startMock } from './lib/mock.ts';
 import { CAN_PIN, type Started } from './lib/processes.ts';
 import { startBareProxy } from './lib/bare.ts';
 import { startTollgate } from './lib/tollgate.ts';
 
-const options = (name: string): string[] =>
-  process.argv.filter((a) => a.startsWith(`--${name}=`)).map((a) => a.slice(name.length + 3));
 const CONNECTIONS = Number(option('connections') ?? 1);
 const WARM_MS = Number(option('warm') ?? 10) * 1_000;
 const SLICES = Number(option('slices') ?? 6);
 const SLICE_MS = Number(option('slice-ms') ?? 2_000);
-const VARIANTS = options('variant').map((flags) => flags.split(',').filter(Boolean));
+const VARIANTS = optionValues('variant').map((flags) => flags.split(',').filter(Boolean));
 const TRACE = (option('trace') ?? '').split(',').filter(Boolean);
 const REQUEST = profiledBody();
 const TRACE_OUT = option('trace-out');

@@ -13,16 +13,14 @@ import { join } from 'node:path';
 import { startBareProxy } from './lib/bare.ts';
 import { closedLoop, type Target } from './lib/load.ts';
 import { startMock } from './lib/mock.ts';
-import { profiledBody } from './lib/options.ts';
+import { option, optionValues, profiledBody } from './lib/options.ts';
 import { CAN_PIN, type Started } from './lib/processes.ts';
 import { startTollgate } from './lib/tollgate.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const option = (name: string): string[] =>
-  process.argv.filter((a) => a.startsWith(`--${name}=`)).map((a) => a.slice(name.length + 3));
-const BUILDS = [ROOT, ...option('build')];
-const SECONDS = Number(option('seconds')[0] ?? 5);
-const CONNECTIONS = Number(option('connections')[0] ?? 1);
+const BUILDS = [ROOT, ...optionValues('build')];
+const SECONDS = Number(option('seconds') ?? 5);
+const CONNECTIONS = Number(option('connections') ?? 1);
 const SITES = process.argv.includes('--sites');
 const REQUEST = profiledBody();
 const HOOK = new URL('./lib/turns-hook.ts', import.meta.url).pathname;

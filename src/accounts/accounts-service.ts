@@ -174,7 +174,7 @@ export class AccountsService {
    * an address outside the key's allow-list. Served from the in-process cache after the first lookup.
    */
   async authenticate(secret: string | undefined, clientIp: string): Promise<Principal> {
-    return this.authenticateNow(secret, clientIp) ?? this.#lookUp(secret!, clientIp);
+    return this.authenticateNow(secret, clientIp) ?? this.authenticateStored(secret!, clientIp);
   }
 
   /**
@@ -189,8 +189,12 @@ export class AccountsService {
     return entry && principalOf(entry.key, entry.account, now, clientIp);
   }
 
-  /** A secret not in the cache: looked up by its hash (the admin key is never cached, so always checked here). */
-  async #lookUp(secret: string, clientIp: string): Promise<Principal> {
+  /**
+   * A secret authenticateNow did not find in the cache: looked up by its hash (the admin key is never cached, so
+   * always checked here). Call it only after authenticateNow answered undefined: that call made the plausibility
+   * check and the cache lookup, which this one does not repeat.
+   */
+  async authenticateStored(secret: string, clientIp: string): Promise<Principal> {
     const { cache, store, clock } = this.#o;
     const now = clock();
     const hash = hashSecret(secret);

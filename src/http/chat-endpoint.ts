@@ -105,7 +105,9 @@ async function serveChat(
     const ip = clientIp(req.socket.remoteAddress ?? '', forwardedFor(req.headers['x-forwarded-for']));
     // A cached key is answered in this call; only a first use waits for the store.
     const { key, account } = asUser(
-      services.accounts.authenticateNow(token, ip) ?? (await services.accounts.authenticate(token, ip)),
+      // authenticateNow refused a missing token, so a miss has one.
+      services.accounts.authenticateNow(token, ip) ??
+        (await services.accounts.authenticateStored(token!, ip)),
     );
     const body = await readJsonBody(req, services.config.bodyLimitBytes);
     const exchange = door.exchange(body);
@@ -224,9 +226,9 @@ function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown
       if (length >= LARGE_BODY_BYTES) return void parseLargeJsonBody(chunks, length).then(resolve, reject);
       // A small body is parsed here, in the end event's own call: no promise of its own to settle this one.
       try {
-        resolve(parseJson(joined(chunks, length).toString()));
+        resolve(parseSmallBody(chunks, length));
       } catch (error) {
-        reject(error instanceof Error ? error : new Error(String(error)));
+        reject(asError(error));
       }
     });
   });
@@ -266,8 +268,12 @@ function* largeBodySteps(chunks: Buffer[], length: number): Generator<Yielded, u
 }
 
 /** The body's bytes as JSON; a 400 naming the syntax error if they are not. */
+const parseSmallBody = (chunks: Buffer[], length: number): unknown =>
+  parseJson(joined(chunks, length).toString());
+
+/** parseSmallBody as a promise. */
 function parseJsonBody(chunks: Buffer[], length: number): Promise<unknown> {
-  return promised(() => parseJson(joined(chunks, length).toString()));
+  return promised(() => parseSmallBody(chunks, length));
 }
 
 /** The body's pieces as one buffer (the piece itself when there is one). */
@@ -279,9 +285,12 @@ function promised<T>(produce: () => T | Promise<T>): Promise<T> {
   try {
     return Promise.resolve(produce());
   } catch (error) {
-    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    return Promise.reject(asError(error));
   }
 }
+
+/** What was thrown, as an Error (a promise is rejected with nothing else). */
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
 function parseJson(text: string): unknown {
   try {

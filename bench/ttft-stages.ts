@@ -5,16 +5,19 @@
 // build (the builds taking turns; the mock sends a role chunk, then a content chunk 20 ms later, as the harness's
 // TTFT streams do), and prints per build, in µs, A (the request parsed → the upstream request written) and C (the
 // first content chunk read from the upstream → written to the client): the first stream the process served, and
-// the min / p25 / p50 of the streams after the tenth. The harness's TTFT is A + C + the sockets' hops.
+// the min / p25 / p50 of the streams after the tenth. The harness's TTFT is A + C + the sockets' hops. `--bare`
+// measures the bare proxy (bench/bare-proxy.ts) with the same hook, first.
 import { execFileSync } from 'node:child_process';
 import { Pool } from 'undici';
 import { CHAT_BODY, closedLoop, oneStream, type StreamStats } from './lib/load.ts';
 import { startMock } from './lib/mock.ts';
 import { CAN_PIN } from './lib/processes.ts';
+import { startBareProxy } from './lib/bare.ts';
 import { startTollgate } from './lib/tollgate.ts';
 
 const STREAMS = Number(process.argv.find((a) => a.startsWith('--streams='))?.slice(10) ?? 60);
 const DIRS = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const BARE = process.argv.includes('--bare');
 const HOOK = new URL('./lib/stage-hook.ts', import.meta.url).pathname;
 const BODY = JSON.stringify({ ...CHAT_BODY, stream: true, mock_chunks: 2, mock_interval_ms: 20 });
 
@@ -25,12 +28,19 @@ const quantile = (values: number[], q: number): number => {
 const micros = (ms: number): string => (ms * 1000).toFixed(0);
 
 async function main(): Promise<void> {
-  if (DIRS.length === 0) throw new Error('usage: node bench/ttft-stages.ts [--streams=N] DIR…');
+  if (DIRS.length === 0) throw new Error('usage: node bench/ttft-stages.ts [--streams=N] [--bare] DIR…');
   if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
   const { process: mock, port } = await startMock();
   process.env['STAGE_UPSTREAM_PORT'] = String(port);
   const builds = [];
   try {
+    if (BARE) {
+      // The proxy takes no node flags of ours: the hook goes in through NODE_OPTIONS, for it alone.
+      process.env['NODE_OPTIONS'] = `--import ${HOOK}`;
+      const bare = await startBareProxy(port);
+      delete process.env['NODE_OPTIONS'];
+      builds.push({ root: 'bare node:http proxy', ...bare });
+    }
     for (const dir of DIRS)
       builds.push({ root: dir, ...(await startTollgate(port, ['--import', HOOK], dir)) });
     for (const build of builds) await closedLoop(build.target, 8, 1_000);

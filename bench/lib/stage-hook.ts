@@ -30,6 +30,9 @@ if (isMainThread) {
     if (event === 'request' && req?.method === 'POST' && req.url?.startsWith('/v1/chat') === true) {
       if (current) rows.push(current);
       current = { request: performance.now() };
+      // A process without a SIGTERM handler of its own (the bare proxy) is killed by the stop: exit, so the
+      // rows are printed.
+      if (process.listenerCount('SIGTERM') === 0) process.on('SIGTERM', () => process.exit(0));
     }
     return Reflect.apply(emit, this, [event, ...rest]) as boolean;
   } as typeof emit;

@@ -465,6 +465,55 @@ describe('ChunkScanner (a stream’s chunks checked against the last fully scann
     assert.equal(scanner.fullScans, 1);
   });
 
+  it("expects a content chunk after a role chunk: a stream's first content chunk costs a compare", () => {
+    const withDelta = (delta: Record<string, unknown>): string =>
+      chunk({
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: null }],
+        system_fingerprint: 'fp',
+      });
+    // As OpenAI streams: the role chunk (content "", refusal null), then content chunks of the delta's content alone.
+    const scanner = new ChunkScanner();
+    const stream = [
+      withDelta({ role: 'assistant', content: '', refusal: null }),
+      withDelta({ content: 'Hello' }),
+      withDelta({ content: ' world, with "quotes" and é' }),
+      withDelta({ content: '' }),
+    ];
+    for (const text of stream) {
+      const bytes = Buffer.from(text);
+      assert.deepEqual(found(scanner.scan(bytes)), found(scanChunk(bytes)), text);
+    }
+    assert.equal(scanner.fullScans, 1);
+
+    // Content chunks of another shape than expected are scanned in full, and decided exactly as the scan decides.
+    const other = new ChunkScanner();
+    const unexpected = [
+      withDelta({ role: 'assistant', content: '' }),
+      withDelta({ content: 'a', refusal: null }), // not the expected shape: a full scan, the new template
+      withDelta({ content: 'b', refusal: null }),
+      withDelta({ content: 7 }), // refused by the full scan
+      withDelta({ role: 'assistant', content: '' }).replace('"content":""', '"content":"x"'),
+      withDelta({ content: 'c' }).replace('"created":1', '"created":2'), // a number differs: another shape
+    ];
+    for (const text of unexpected) {
+      const bytes = Buffer.from(text);
+      assert.deepEqual(found(other.scan(bytes)), found(scanChunk(bytes)), text);
+    }
+    assert.equal(other.fullScans, 5);
+
+    // A role chunk whose content is null expects nothing: its next content chunk is scanned in full.
+    for (const [first, fullScans] of [
+      [withDelta({ role: 'assistant', content: null }), 2],
+      [withDelta({ content: '' }), 1],
+    ] as const) {
+      const scanner = new ChunkScanner();
+      scanner.scan(Buffer.from(first));
+      const next = Buffer.from(withDelta({ content: 'x' }));
+      assert.deepEqual(found(scanner.scan(next)), found(scanChunk(next)), first);
+      assert.equal(scanner.fullScans, fullScans, first);
+    }
+  });
+
   it('matches string values anywhere: in arrays, nested objects, before and after usage', () => {
     const shaped = (token: string, tags: string[], fp: string, text: string): string =>
       JSON.stringify({

@@ -44,6 +44,13 @@ export function scanChunk(bytes: Buffer): RawChunk | undefined {
  */
 export class ChunkScanner {
   #template: Template | undefined;
+  /**
+   * The template a content chunk is expected to have after a chunk whose delta holds more than its content (a
+   * stream's first, `{"role":"assistant","content":""}`): that chunk with its delta cut down to the content member.
+   * It is made when that chunk is scanned, so the stream's first content chunk, whose time is the stream's time to
+   * first token, costs a compare rather than a full scan.
+   */
+  #expected: Template | undefined;
   #fullScans = 0;
 
   /** How many chunks had the full scan (the first, and each not of the template's shape): the rest cost a compare. */
@@ -57,13 +64,47 @@ export class ChunkScanner {
       const chunk = matchTemplate(template, bytes);
       if (chunk !== undefined) return chunk;
     }
+    const expected = this.#expected;
+    if (expected !== undefined) {
+      this.#expected = undefined;
+      const chunk = matchTemplate(expected, bytes);
+      if (chunk !== undefined) {
+        this.#template = expected;
+        return chunk;
+      }
+    }
     this.#fullScans++;
     const chunk = scanChunk(bytes);
     // A chunk of several content strings (choices > 1) is not a template: its text is decoded by the scan.
-    if (chunk !== undefined && chunk.textStart !== -2 && state.holeCount <= MAX_HOLES)
+    if (chunk !== undefined && chunk.textStart !== -2 && state.holeCount <= MAX_HOLES) {
       this.#template = templateOf(bytes, chunk);
+      const content = contentOnly(bytes);
+      if (content !== undefined) this.#expected = this.#templateOfScan(content);
+    }
     return chunk;
   }
+
+  /** `bytes`' template if the full scan passes them, else undefined (not a chunk read: not in `fullScans`). */
+  #templateOfScan(bytes: Buffer): Template | undefined {
+    const chunk = scanChunk(bytes);
+    return chunk !== undefined && chunk.textStart !== -2 && state.holeCount <= MAX_HOLES
+      ? templateOf(bytes, chunk)
+      : undefined;
+  }
+}
+
+/**
+ * The chunk the full scan just passed with its delta cut down to its content member, when the delta held other
+ * members beside a content string (see ChunkScanner's `#expected`); undefined otherwise.
+ */
+function contentOnly(bytes: Buffer): Buffer | undefined {
+  const s = state;
+  if (s.choices !== 1 || s.deltaMembers < 2 || s.contentKeyStart === -1) return undefined;
+  return Buffer.concat([
+    bytes.subarray(0, s.deltaStart + 1),
+    bytes.subarray(s.contentKeyStart, s.textEnd + 1),
+    bytes.subarray(s.deltaEnd - 1),
+  ]);
 }
 
 /** A chunk the full scan passed: its bytes, where its string values are, which one is `model` and the content. */
@@ -231,6 +272,12 @@ interface ScanState {
   /** Each string value's span (not keys'), as [start, end) pairs; counted past the room there is. */
   holes: Int32Array;
   holeCount: number;
+  /** The delta object's span, braces included, and how many members it has (one choice's; see contentOnly). */
+  deltaStart: number;
+  deltaEnd: number;
+  deltaMembers: number;
+  /** Where the content member whose string is the text begins (its key's opening quote), or -1. */
+  contentKeyStart: number;
 }
 
 /** Sets `s` up to scan `bytes` from their start. */
@@ -254,6 +301,10 @@ function begin(s: ScanState, bytes: Buffer): void {
   s.text = '';
   s.escaped = false;
   s.holeCount = 0;
+  s.deltaStart = -1;
+  s.deltaEnd = -1;
+  s.deltaMembers = 0;
+  s.contentKeyStart = -1;
 }
 
 /** Notes a string value's span (for the template a full scan makes). */
@@ -348,7 +399,12 @@ function object(s: ScanState, where: number): boolean {
     if (!value(s, inner)) return false;
     const valueEnd = s.pos;
     if (b[valueStart] === QUOTE) hole(s, valueStart, valueEnd);
+    else if (inner === DELTA) {
+      s.deltaStart = valueStart;
+      s.deltaEnd = valueEnd;
+    }
     skipSpace(s);
+    if (where === DELTA) s.deltaMembers++;
     if (where === ROOT || where === DELTA) {
       const member = s.member;
       member.keyStart = keyStart + 1;
@@ -419,6 +475,7 @@ function delta(s: ScanState, b: Buffer, { keyStart, keyEnd, valueStart, valueEnd
         s.textStart = valueStart + 1;
         s.textEnd = valueEnd - 1;
         s.textEscaped = s.escaped;
+        s.contentKeyStart = keyStart - 1;
       } else {
         if (s.textStart !== -2) s.text = textOf(b, s.textStart - 1, s.textEnd + 1);
         s.textStart = -2;

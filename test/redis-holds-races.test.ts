@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import type { RedisHoldBook } from '../src/billing/redis-hold-book.ts';
+import { RedisHoldBook } from '../src/billing/redis-hold-book.ts';
+import { REASSERT_SCRIPT, SETTLE_SCRIPT } from '../src/billing/redis-hold-scripts.ts';
 import { SettlementQueue } from '../src/billing/settlement-queue.ts';
 import { GatewayError } from '../src/shared/gateway-error.ts';
 import { settlementOf } from '../src/billing/testing.ts';
@@ -206,6 +208,72 @@ describe(
         probe.disconnect();
         await first.bus.close();
         await second.bus.close();
+        await opened.cleanup();
+        await own.stop();
+      }
+    });
+  },
+);
+
+/**
+ * Redis restarted empty and this instance puts its running requests' holds back. A request that settles while
+ * its hold is on the way back can have its release reach Redis first (the put-back script, not loaded since the
+ * restart, is sent twice): the release finds nothing, then the hold is put back. It must be taken out again.
+ */
+describe(
+  'a hold put back after Redis restarted, whose request settled meanwhile',
+  { skip: restartSkip ?? false },
+  () => {
+    it('is taken out again: nothing stays held for a finished request', async () => {
+      const own = await startRedisServer();
+      const opened = await postgres!.open();
+      const store = createStore(opened.db);
+      const client = new Redis(own.port, '127.0.0.1', { maxRetriesPerRequest: null });
+      client.on('error', () => {});
+      const probe = new Redis(own.port, '127.0.0.1');
+      probe.on('error', () => {});
+      const reassertSha = createHash('sha1').update(REASSERT_SCRIPT).digest('hex');
+      let book: RedisHoldBook | undefined;
+      let settleDuringPutBack: string | undefined;
+      // The real client; when the put-back of `settleDuringPutBack` is sent, its request settles at once: its
+      // release is queued on the same connection right behind it.
+      const redis = new Proxy(client, {
+        get(target, property) {
+          const value: unknown = Reflect.get(target, property, target);
+          if (property !== 'evalsha' || typeof value !== 'function') return value;
+          return (sha: string, ...rest: (string | number)[]) => {
+            const sent = (value as (...a: unknown[]) => Promise<unknown>).call(target, sha, ...rest);
+            if (sha === reassertSha && rest.includes(settleDuringPutBack ?? '\u0000')) {
+              const requestId = settleDuringPutBack!;
+              settleDuringPutBack = undefined;
+              book!.committed([settlementOf(requestId, 'acct_put_back', 0, Date.now())], new Map());
+            }
+            return sent;
+          };
+        },
+      });
+      try {
+        await insertFundedAccount(opened, store, 'acct_put_back', EACH * 10);
+        book = new RedisHoldBook({ redis, ledger: store.ledger, logger: silent });
+        const now = Date.now();
+        for (const requestId of ['req_a', 'req_b'])
+          assert.equal(await book.hold(requestId, 'acct_put_back', EACH, now, now + 60_000), true);
+
+        await own.restart();
+        // The release goes first: the settle script is loaded in the new Redis, the put-back script is not.
+        await probe.script('LOAD', SETTLE_SCRIPT);
+        settleDuringPutBack = 'req_a';
+        // The heartbeat finds the new generation and puts both holds back.
+        await book.start();
+        assert.equal(settleDuringPutBack, undefined, 'req_a settled while its hold was being put back');
+
+        const holds = 'tg:hold:{acct_put_back}:holds';
+        assert.deepEqual(await probe.hkeys(holds), ['req_b'], 'only the running request holds credit');
+        assert.equal(Number(await probe.hget('tg:hold:{acct_put_back}:bal', 'held')), EACH);
+      } finally {
+        await book?.close();
+        probe.disconnect();
+        client.disconnect();
         await opened.cleanup();
         await own.stop();
       }

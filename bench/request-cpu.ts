@@ -15,8 +15,8 @@ import { startMock } from './lib/mock.ts';
 import { CAN_PIN } from './lib/processes.ts';
 import { startBareProxy } from './lib/bare.ts';
 import { startTollgate } from './lib/tollgate.ts';
+import { median, nameOf, ROOT } from './lib/builds.ts';
 
-const ROOT = new URL('..', import.meta.url).pathname;
 const BUILDS = [ROOT, ...optionValues('build')];
 const ROUNDS = Number(option('rounds') ?? 3);
 const SLICES = Number(option('slices') ?? 6);
@@ -24,15 +24,6 @@ const CONNECTIONS = Number(option('connections') ?? 16);
 const VARIANTS = optionValues('variant').map((flags) => flags.split(',').filter(Boolean));
 const REQUEST = profiledBody();
 const BARE = 'bare node:http proxy';
-
-/** A build's name: its commit, and "(this)" for this checkout even when its tree has changes. */
-function nameOf(dir: string): string {
-  const commit = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD']).toString().trim();
-  return dir === ROOT ? `${commit} (this)` : commit;
-}
-
-const median = (values: number[]): number =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function main(): Promise<void> {
   if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });

@@ -6,16 +6,10 @@
 // `--stream` (with `--chunks=N`, default 20) measures whole streams the mock sends at once instead (use
 // `--connections=1` for a lone stream); `--variant=F,G` adds this checkout once more, started with node flags F and
 // G after its start script's (an A/B of runtime flags in the same slices).
-import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { cpuSlices } from './lib/cpu-slices.ts';
 import { closedLoop } from './lib/load.ts';
 import { option, optionValues, profiledBody } from './lib/options.ts';
-import { startMock } from './lib/mock.ts';
-import { CAN_PIN } from './lib/processes.ts';
-import { startBareProxy } from './lib/bare.ts';
-import { startTollgate } from './lib/tollgate.ts';
-import { median, nameOf, ROOT } from './lib/builds.ts';
+import { median, ROOT, startSideBySide } from './lib/builds.ts';
 
 const BUILDS = [ROOT, ...optionValues('build')];
 const ROUNDS = Number(option('rounds') ?? 3);
@@ -26,20 +20,9 @@ const REQUEST = profiledBody();
 const BARE = 'bare node:http proxy';
 
 async function main(): Promise<void> {
-  if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
-  const { process: mock, port: mockPort } = await startMock();
-  const { process: bare, target: bareTarget } = await startBareProxy(mockPort);
-  const builds = [];
+  const run = await startSideBySide(BUILDS, VARIANTS);
   try {
-    for (const dir of BUILDS)
-      builds.push({ root: dir, name: nameOf(dir), ...(await startTollgate(mockPort, [], dir)) });
-    for (const flags of VARIANTS)
-      builds.push({
-        root: ROOT,
-        name: `${nameOf(ROOT)} ${flags.join(' ')}`,
-        ...(await startTollgate(mockPort, flags, ROOT)),
-      });
-    const targets = [bareTarget, ...builds.map((b) => ({ ...b.target, name: b.name }))];
+    const targets = [run.bare, ...run.builds];
     for (const target of targets) await closedLoop(target, CONNECTIONS, 2_000, REQUEST);
     const micros = new Map(targets.map((t) => [t.name, [] as number[]]));
     const ratios = new Map(targets.map((t) => [t.name, [] as number[]]));
@@ -67,8 +50,7 @@ async function main(): Promise<void> {
           .join(', ')}) | ${median(ratios.get(t.name)!).toFixed(2)}× |`,
       );
   } finally {
-    await Promise.all([mock.stop(), bare.stop(), ...builds.map((b) => b.process.stop())]);
-    for (const b of builds) rmSync(b.dir, { force: true, recursive: true });
+    await run.stop();
   }
 }
 

@@ -4,15 +4,9 @@
 // `node bench/ttft-alone.ts [--build=DIR …] [--variant=F,G …] [--rounds=N] [--streams=N]`. This checkout is always
 // measured; `--variant` adds it once more started with node flags F, G. Prints each target's median added TTFT
 // (its TTFT p50 less the direct mock's in the same round) per round and the median of the rounds.
-import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { CHAT_BODY, closedLoop, streams, summarize, type Target } from './lib/load.ts';
 import { option, optionValues } from './lib/options.ts';
-import { startMock } from './lib/mock.ts';
-import { CAN_PIN } from './lib/processes.ts';
-import { startBareProxy } from './lib/bare.ts';
-import { startTollgate } from './lib/tollgate.ts';
-import { median, nameOf, ROOT } from './lib/builds.ts';
+import { median, ROOT, startSideBySide } from './lib/builds.ts';
 
 const BUILDS = [ROOT, ...optionValues('build')];
 const VARIANTS = optionValues('variant').map((flags) => flags.split(',').filter(Boolean));
@@ -21,24 +15,15 @@ const STREAMS = Number(option('streams') ?? 48);
 const DIRECT = 'mock (direct)';
 
 async function main(): Promise<void> {
-  if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
-  const { process: mock, port: mockPort } = await startMock();
-  const { process: bare, target: bareTarget } = await startBareProxy(mockPort);
-  const builds = [];
+  const run = await startSideBySide(BUILDS, VARIANTS);
   try {
-    for (const dir of BUILDS) builds.push({ name: nameOf(dir), ...(await startTollgate(mockPort, [], dir)) });
-    for (const flags of VARIANTS)
-      builds.push({
-        name: `${nameOf(ROOT)} ${flags.join(' ')}`,
-        ...(await startTollgate(mockPort, flags, ROOT)),
-      });
     const direct: Target = {
       name: DIRECT,
-      origin: `http://127.0.0.1:${mockPort}`,
+      origin: `http://127.0.0.1:${run.mockPort}`,
       path: '/v1/chat/completions',
       headers: {},
     };
-    const targets = [direct, bareTarget, ...builds.map((b) => ({ ...b.target, name: b.name }))];
+    const targets = [direct, run.bare, ...run.builds];
     // Warm code, as the harness has before it measures: whole answers, then lone streams.
     for (const target of targets) {
       await closedLoop(target, 8, 2_000);
@@ -49,10 +34,10 @@ async function main(): Promise<void> {
       const order = round % 2 === 0 ? [...targets].reverse() : targets;
       const p50 = new Map<string, number>();
       for (const target of order) {
-        const run = await streams(target, STREAMS, 1, { mock_chunks: 4 });
-        if (run.non200 > 0)
-          throw new Error(`${target.name} answered ${run.non200} streams with other than 200`);
-        p50.set(target.name, summarize(run.ttft).p50);
+        const lone = await streams(target, STREAMS, 1, { mock_chunks: 4 });
+        if (lone.non200 > 0)
+          throw new Error(`${target.name} answered ${lone.non200} streams with other than 200`);
+        p50.set(target.name, summarize(lone.ttft).p50);
       }
       const line = targets
         .filter((t) => t.name !== DIRECT)
@@ -72,8 +57,7 @@ async function main(): Promise<void> {
           .join(', ')} |`,
       );
   } finally {
-    await Promise.all([mock.stop(), bare.stop(), ...builds.map((b) => b.process.stop())]);
-    for (const b of builds) rmSync(b.dir, { force: true, recursive: true });
+    await run.stop();
   }
 }
 

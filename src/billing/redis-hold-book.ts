@@ -340,9 +340,11 @@ export class RedisHoldBook implements HoldBook {
         hold.keyId,
       ]);
       // Its settlement committed meanwhile, and its release may have reached Redis first (a script Redis has
-      // not loaded since the restart is sent twice): take the hold out again, or it would never leave.
+      // not loaded since the restart is sent twice): take the hold out again, or it would never leave. Its
+      // charge reached Redis with that release; this one charges nothing, and is retried on a heartbeat if it
+      // fails (a later put-back would find the hold there and not release it again).
       if (added === 1 && this.#mine.get(requestId) !== hold)
-        await settleScript.run(this.#redis, this.#keys(hold.accountId), [-1, 0, 0, 0, requestId]);
+        await this.#applySettle({ accountId: hold.accountId, requestIds: [requestId], charged: undefined });
     }
   }
 

@@ -224,7 +224,11 @@ describe(
   'a hold put back after Redis restarted, whose request settled meanwhile',
   { skip: restartSkip ?? false },
   () => {
-    it('is taken out again: nothing stays held for a finished request', async () => {
+    /**
+     * Holds req_a and req_b, restarts Redis empty and starts the heartbeat, which puts both back; req_a settles as
+     * its put-back is sent. With `failRelease`, Redis refuses the release that follows the put-back once.
+     */
+    const putBackWhileSettling = async (failRelease: boolean): Promise<void> => {
       const own = await startRedisServer();
       const opened = await postgres!.open();
       const store = createStore(opened.db);
@@ -232,18 +236,24 @@ describe(
       client.on('error', () => {});
       const probe = new Redis(own.port, '127.0.0.1');
       probe.on('error', () => {});
-      const reassertSha = createHash('sha1').update(REASSERT_SCRIPT).digest('hex');
+      const sha = (script: string): string => createHash('sha1').update(script).digest('hex');
+      const [reassertSha, settleSha] = [sha(REASSERT_SCRIPT), sha(SETTLE_SCRIPT)];
       let book: RedisHoldBook | undefined;
       let settleDuringPutBack: string | undefined;
+      let releasesOfA = 0;
       // The real client; when the put-back of `settleDuringPutBack` is sent, its request settles at once: its
       // release is queued on the same connection right behind it.
       const redis = new Proxy(client, {
         get(target, property) {
           const value: unknown = Reflect.get(target, property, target);
           if (property !== 'evalsha' || typeof value !== 'function') return value;
-          return (sha: string, ...rest: (string | number)[]) => {
-            const sent = (value as (...a: unknown[]) => Promise<unknown>).call(target, sha, ...rest);
-            if (sha === reassertSha && rest.includes(settleDuringPutBack ?? '\u0000')) {
+          return (script: string, ...rest: (string | number)[]) => {
+            if (script === settleSha && rest.includes('req_a') && ++releasesOfA === 2 && failRelease)
+              return Promise.reject(
+                Object.assign(new Error('READONLY (a failure of Redis)'), { name: 'ReplyError' }),
+              );
+            const sent = (value as (...a: unknown[]) => Promise<unknown>).call(target, script, ...rest);
+            if (script === reassertSha && rest.includes(settleDuringPutBack ?? '\u0000')) {
               const requestId = settleDuringPutBack!;
               settleDuringPutBack = undefined;
               book!.committed([settlementOf(requestId, 'acct_put_back', 0, Date.now())], new Map());
@@ -266,8 +276,12 @@ describe(
         // The heartbeat finds the new generation and puts both holds back.
         await book.start();
         assert.equal(settleDuringPutBack, undefined, 'req_a settled while its hold was being put back');
+        assert.ok(releasesOfA >= 2, 'req_a was released again after its put-back');
 
         const holds = 'tg:hold:{acct_put_back}:holds';
+        const deadline = Date.now() + 5_000;
+        while ((await probe.hlen(holds)) !== 1 && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 50));
         assert.deepEqual(await probe.hkeys(holds), ['req_b'], 'only the running request holds credit');
         assert.equal(Number(await probe.hget('tg:hold:{acct_put_back}:bal', 'held')), EACH);
       } finally {
@@ -277,6 +291,14 @@ describe(
         await opened.cleanup();
         await own.stop();
       }
+    };
+
+    it('is taken out again: nothing stays held for a finished request', async () => {
+      await putBackWhileSettling(false);
+    });
+
+    it('is taken out on a later try when Redis fails that release', async () => {
+      await putBackWhileSettling(true);
     });
   },
 );

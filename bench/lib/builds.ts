@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { startBareProxy } from './bare.ts';
 import type { Target } from './load.ts';
 import { startMock } from './mock.ts';
-import { CAN_PIN } from './processes.ts';
+import { CAN_PIN, type Started } from './processes.ts';
 import { startTollgate } from './tollgate.ts';
 
 /** The checkout this harness runs from. */
@@ -34,30 +34,30 @@ export interface SideBySide {
  */
 export async function startSideBySide(dirs: string[], variants: string[][]): Promise<SideBySide> {
   if (CAN_PIN) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
-  const { process: mock, port: mockPort } = await startMock();
-  const { process: bare, target: bareTarget } = await startBareProxy(mockPort);
-  const started: Awaited<ReturnType<typeof startTollgate>>[] = [];
-  const names: string[] = [];
+  const running: Started[] = [];
+  const dataDirs: string[] = [];
   const stop = async (): Promise<void> => {
-    await Promise.all([mock.stop(), bare.stop(), ...started.map((b) => b.process.stop())]);
-    for (const b of started) rmSync(b.dir, { force: true, recursive: true });
+    await Promise.all(running.map((started) => started.stop()));
+    for (const dir of dataDirs) rmSync(dir, { force: true, recursive: true });
   };
   try {
+    const mock = await startMock();
+    running.push(mock.process);
+    const bare = await startBareProxy(mock.port);
+    running.push(bare.process);
+    const builds: Target[] = [];
     for (const [dir, flags, name] of [
       ...dirs.map((dir) => [dir, [], nameOf(dir)] as const),
       ...variants.map((flags) => [ROOT, flags, `${nameOf(ROOT)} ${flags.join(' ')}`] as const),
     ]) {
-      started.push(await startTollgate(mockPort, [...flags], dir));
-      names.push(name);
+      const build = await startTollgate(mock.port, [...flags], dir);
+      running.push(build.process);
+      dataDirs.push(build.dir);
+      builds.push({ ...build.target, name });
     }
+    return { mockPort: mock.port, bare: bare.target, builds, stop };
   } catch (error) {
     await stop();
     throw error;
   }
-  return {
-    mockPort,
-    bare: bareTarget,
-    builds: started.map((b, i) => ({ ...b.target, name: names[i]! })),
-    stop,
-  };
 }

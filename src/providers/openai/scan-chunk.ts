@@ -45,10 +45,10 @@ export function scanChunk(bytes: Buffer): RawChunk | undefined {
 export class ChunkScanner {
   #template: Template | undefined;
   /**
-   * The template a content chunk is expected to have after a chunk whose delta holds more than its content (a
-   * stream's first, `{"role":"assistant","content":""}`): that chunk with its delta cut down to the content member.
-   * It is made when that chunk is scanned, so the stream's first content chunk, whose time is the stream's time to
-   * first token, costs a compare rather than a full scan.
+   * The template a content chunk is expected to have after the stream's first chunk when its delta holds more than
+   * its content (`{"role":"assistant","content":""}`): that chunk with its delta cut down to the content member. It
+   * is made when the first chunk is scanned, so the stream's first content chunk, whose time is the stream's time
+   * to first token, costs a compare rather than a full scan.
    */
   #expected: Template | undefined;
   #fullScans = 0;
@@ -78,7 +78,9 @@ export class ChunkScanner {
     // A chunk of several content strings (choices > 1) is not a template: its text is decoded by the scan.
     if (chunk !== undefined && chunk.textStart !== -2 && state.holeCount <= MAX_HOLES) {
       this.#template = templateOf(bytes, chunk);
-      const content = contentOnly(bytes);
+      // Only after the stream's first chunk: a stream whose every chunk carries its role (and a number that
+      // changes) would otherwise pay a second full scan for each.
+      const content = this.#fullScans === 1 ? contentOnly(bytes) : undefined;
       if (content !== undefined) this.#expected = this.#templateOfScan(content);
     }
     return chunk;

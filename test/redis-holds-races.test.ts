@@ -20,9 +20,10 @@ const silent = pino({ level: 'silent' });
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 const EACH = 1_000;
 
-const skip =
-  (await redisUnavailable()) ??
-  (postgres ? await postgres.unavailable() : 'PostgreSQL backend excluded by TOLLGATE_TEST_BACKENDS');
+const postgresMissing = postgres
+  ? await postgres.unavailable()
+  : 'PostgreSQL backend excluded by TOLLGATE_TEST_BACKENDS';
+const skip = (await redisUnavailable()) ?? postgresMissing;
 
 /**
  * A settlement batch whose commit lands in PostgreSQL while its acknowledgement is lost (the connection is cut
@@ -133,9 +134,7 @@ describe(
   },
 );
 
-const restartSkip =
-  (await redisServerMissing()) ??
-  (postgres ? await postgres.unavailable() : 'PostgreSQL backend excluded by TOLLGATE_TEST_BACKENDS');
+const restartSkip = (await redisServerMissing()) ?? postgresMissing;
 
 /**
  * Redis restarted empty: another instance re-reads the balance from the ledger at once (it checked the new

@@ -75,24 +75,24 @@ export class ChunkScanner {
     }
     this.#fullScans++;
     const chunk = scanChunk(bytes);
-    // A chunk of several content strings (choices > 1) is not a template: its text is decoded by the scan.
-    if (chunk !== undefined && chunk.textStart !== -2 && state.holeCount <= MAX_HOLES) {
-      this.#template = templateOf(bytes, chunk);
+    const made = templateOfScanned(bytes, chunk);
+    if (made !== undefined) {
+      this.#template = made;
       // Only after the stream's first chunk: a stream whose every chunk carries its role (and a number that
-      // changes) would otherwise pay a second full scan for each.
+      // changes) would otherwise pay a second full scan for each. Not a chunk read: not in `fullScans`.
       const content = this.#fullScans === 1 ? contentOnly(bytes) : undefined;
-      if (content !== undefined) this.#expected = this.#templateOfScan(content);
+      if (content !== undefined) this.#expected = templateOfScanned(content, scanChunk(content));
     }
     return chunk;
   }
+}
 
-  /** `bytes`' template if the full scan passes them, else undefined (not a chunk read: not in `fullScans`). */
-  #templateOfScan(bytes: Buffer): Template | undefined {
-    const chunk = scanChunk(bytes);
-    return chunk !== undefined && chunk.textStart !== -2 && state.holeCount <= MAX_HOLES
-      ? templateOf(bytes, chunk)
-      : undefined;
-  }
+/** The template of `bytes`, which the full scan just decided as `chunk`; undefined when it cannot be one. */
+function templateOfScanned(bytes: Buffer, chunk: RawChunk | undefined): Template | undefined {
+  // A chunk of several content strings (choices > 1) is not a template: its text is decoded by the scan.
+  return chunk !== undefined && chunk.textStart !== -2 && state.holeCount <= MAX_HOLES
+    ? templateOf(bytes, chunk)
+    : undefined;
 }
 
 /**

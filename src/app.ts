@@ -107,6 +107,8 @@ export function createApp(services: Services): FastifyInstance {
   });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // Every answer: a browser must never sniff JSON (or a tenant's text inside it) into HTML or script.
+    reply.header('x-content-type-options', 'nosniff');
   });
   // Hooks, handlers and decorations on the root, before any route plugin: each plugin below is a child
   // context that inherits them (auth, the operator audit, the error and not-found handlers, the onRoute

@@ -58,6 +58,10 @@ async function main(): Promise<void> {
   const redis = config.redisUrl
     ? connectRedis(config.redisUrl, config.limiterFailurePolicy, logger)
     : undefined;
+  if (config.smtpUrl && !config.publicUrl)
+    logger.warn(
+      'PUBLIC_URL is not set: links in mail (password reset, verification) point at the listening address, which recipients may not reach',
+    );
   if (redis && !(await redis.ready(3_000)))
     logger.warn('Redis is not reachable yet: limits are per instance until it is');
   const services = createServices({

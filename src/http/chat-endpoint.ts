@@ -167,6 +167,7 @@ function sendJsonText(
   json: string,
 ): void {
   headers['content-type'] = 'application/json; charset=utf-8';
+  headers['x-content-type-options'] = 'nosniff';
   headers['content-length'] = Buffer.byteLength(json);
   res.writeHead(status, headers);
   res.end(json);

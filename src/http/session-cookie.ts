@@ -56,7 +56,10 @@ export function clearSessionCookie(reply: FastifyReply, config: Config): void {
   });
 }
 
-/** The origin this server is reached at: PUBLIC_URL when set, else the request's own scheme and host. */
+/**
+ * The origin this server is reached at, to compare a browser's Origin with: PUBLIC_URL when set, else the
+ * request's own scheme and host. Never for links handed out (link-origin.ts).
+ */
 export function ownOrigin(request: FastifyRequest, config: Config): string {
   return config.publicUrl ? new URL(config.publicUrl).origin : `${request.protocol}://${request.host}`;
 }

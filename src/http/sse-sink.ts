@@ -47,6 +47,7 @@ class SseSink implements TextSink {
       ...this.#baseHeaders,
       ...headers,
       'content-type': 'text/event-stream; charset=utf-8',
+      'x-content-type-options': 'nosniff',
       'cache-control': 'no-cache',
       connection: 'keep-alive',
       'x-accel-buffering': 'no',

@@ -4,7 +4,7 @@ import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { actorOf, noteAudit } from '../operator-audit.ts';
 import { presentAnnouncement } from '../present-operator.ts';
-import { ownOrigin } from '../session-cookie.ts';
+import { linkOrigin } from '../link-origin.ts';
 
 const config = { auth: 'admin' } as const;
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
@@ -57,9 +57,9 @@ function inputOf(body: AnnouncementBody): AnnouncementInput {
   };
 }
 
-/** The site's address for links in mail: PUBLIC_URL, else the address the operator used. */
+/** The site's address for links in mail (never the request's Host). */
 const baseUrlOf = (request: FastifyRequest, services: Pick<Services, 'config'>): string =>
-  services.config.publicUrl ?? ownOrigin(request, services.config);
+  linkOrigin(request.server, services.config);
 
 /** `/api/admin/announcements`: operators post, edit and end them; `/status` and its feed show them. */
 export const announcementRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'operators'>> = async (

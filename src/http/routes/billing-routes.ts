@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { FAILURE_REASONS, type FailureReason } from '../../payments/payments-service.ts';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import type { OrderRecord } from '../../store/records.ts';
 import { checkoutPage, checkoutPageHeaders } from '../checkout-page.ts';
 import { iso, usd } from '../present.ts';
+import { listenOrigin } from '../link-origin.ts';
 import { userOf } from './principal.ts';
 
 export function presentOrder(order: OrderRecord): Record<string, unknown> {
@@ -43,7 +44,7 @@ export const billingRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'paymen
       },
     },
     async (request, reply) => {
-      const baseUrl = services.config.publicUrl ?? ownAddress(app);
+      const baseUrl = services.config.publicUrl ?? listenOrigin(app);
       const order = await services.payments.checkout(
         userOf(request).account,
         {
@@ -122,14 +123,3 @@ export const stripeWebhookRoutes: FastifyPluginAsync<Pick<Services, 'config' | '
     return { received: true, result };
   });
 };
-
-/**
- * Without PUBLIC_URL (outside production only): the address this server listens on, never the request's
- * Host or X-Forwarded-* headers, which the caller chooses. A wildcard listener is named as localhost.
- */
-function ownAddress(app: FastifyInstance): string {
-  const bound = app.server.address();
-  if (bound === null || typeof bound === 'string') return 'http://localhost';
-  const host = bound.address === '0.0.0.0' || bound.address === '::' ? 'localhost' : bound.address;
-  return `http://${bound.family === 'IPv6' && host !== 'localhost' ? `[${host}]` : host}:${bound.port}`;
-}

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { actorOf, noteAudit } from '../operator-audit.ts';
-import { ownOrigin } from '../session-cookie.ts';
+import { linkOrigin } from '../link-origin.ts';
 import { presentAdminAccount, presentAuditEntry } from '../present-operator.ts';
 import { iso, presentDelivery, presentKey, usd } from '../present.ts';
 import { presentOrder } from './billing-routes.ts';
@@ -99,7 +99,7 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
     '/accounts/:id/resend-verification',
     { config, schema: { params: idParams } },
     async (request, reply) => {
-      const baseUrl = services.config.publicUrl ?? ownOrigin(request, services.config);
+      const baseUrl = linkOrigin(request.server, services.config);
       await accounts.resendVerification(request.params.id, baseUrl);
       return reply.status(202).send({ sent: true });
     },

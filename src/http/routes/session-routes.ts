@@ -4,6 +4,7 @@ import { GatewayError } from '../../shared/gateway-error.ts';
 import { iso, presentAccount } from '../present.ts';
 import { clearSessionCookie, ownOrigin, sessionCookie, setSessionCookie } from '../session-cookie.ts';
 import { sessionOf, userOf } from './principal.ts';
+import { linkOrigin } from '../link-origin.ts';
 
 const email = { type: 'string', minLength: 1, maxLength: 254 } as const;
 const password = { type: 'string', minLength: 8, maxLength: 1024 } as const;
@@ -22,7 +23,7 @@ export const sessionRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'sessio
   services,
 ) => {
   const { config, sessions } = services;
-  const baseUrl = (request: FastifyRequest): string => config.publicUrl ?? ownOrigin(request, config);
+  const baseUrl = (request: FastifyRequest): string => linkOrigin(request.server, config);
 
   /** Sign-in has no session to hold a CSRF token yet: a browser's Origin must be this site's (login CSRF). */
   const sameOrigin = (request: FastifyRequest): void => {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
 import { presentStatus } from '../present-operator.ts';
 import { renderAtomFeed } from '../status-feed.ts';
+import { linkOrigin } from '../link-origin.ts';
 import { renderStatusPage, STATUS_PAGE_HEADERS } from '../status-page.ts';
 
 /**
@@ -14,9 +15,8 @@ export const statusRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'operato
   services,
 ) => {
   const { status } = services.operators;
-  // The feed's ids and links need an absolute address: PUBLIC_URL when set, else the one the client used.
-  const baseUrl = (request: FastifyRequest): string =>
-    services.config.publicUrl?.replace(/\/+$/, '') ?? `${request.protocol}://${request.host}`;
+  // The feed's ids and links need an absolute address, which never comes from the request.
+  const baseUrl = (request: FastifyRequest): string => linkOrigin(request.server, services.config);
 
   app.get('/status', async (_request, reply) =>
     reply

@@ -2,6 +2,7 @@ import { styleText } from 'node:util';
 import { Command, CommanderError, Option } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
 import { CliError, EXIT } from './cli-error.ts';
+import { printable } from './terminal-text.ts';
 import { registerAccountsCommands } from './commands/accounts-commands.ts';
 import { registerAnnounceCommand, registerAnnouncementsCommands } from './commands/announce-command.ts';
 import { registerConfigCommands } from './commands/config-check-command.ts';
@@ -63,7 +64,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
         : new CliError(`failed: ${(error as Error).message ?? String(error)}`);
     if (failure.message)
       process.stderr.write(
-        `${styleText('red', 'tollgate:', { stream: process.stderr })} ${failure.message}\n`,
+        `${styleText('red', 'tollgate:', { stream: process.stderr })} ${printable(failure.message)}\n`,
       );
     return failure.exitCode;
   }

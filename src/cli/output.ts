@@ -1,4 +1,5 @@
 import { styleText } from 'node:util';
+import { printable, printableJson, printableStyled } from './terminal-text.ts';
 
 type Style = Parameters<typeof styleText>[0];
 
@@ -29,14 +30,16 @@ export interface Output {
 export function createOutput(options: { json: boolean; stdout?: NodeJS.WriteStream }): Output {
   const stdout = options.stdout ?? process.stdout;
   const style = (format: Style, text: string): string => styleText(format, text, { stream: stdout });
-  const line = (text = ''): void => void stdout.write(`${text}\n`);
-  const printJson = (value: unknown): void => line(JSON.stringify(value, null, 2));
+  // Everything printed passes a filter for terminal controls: the gateway's strings are what tenants typed.
+  const write = (text: string): void => void stdout.write(`${text}\n`);
+  const line = (text = ''): void => write(printableStyled(text));
+  const printJson = (value: unknown): void => write(printableJson(JSON.stringify(value, null, 2)));
   const output: Output = {
     json: options.json,
     printJson,
     printFields(fields) {
       const width = Math.max(0, ...fields.map(([label]) => label.length));
-      for (const [label, value] of fields) line(`${style('bold', label.padEnd(width))}  ${cell(value)}`);
+      for (const [label, value] of fields) write(`${style('bold', label.padEnd(width))}  ${cell(value)}`);
     },
     printTable(header, rows) {
       const cells = rows.map((row) => row.map(cell));
@@ -45,12 +48,12 @@ export function createOutput(options: { json: boolean; stdout?: NodeJS.WriteStre
       );
       const join = (row: readonly string[]): string =>
         row.map((text, i) => (i === row.length - 1 ? text : text.padEnd(widths[i] ?? 0))).join('  ');
-      line(style('bold', join(header)));
-      for (const row of cells) line(join(row));
+      write(style('bold', join(header)));
+      for (const row of cells) write(join(row));
     },
     result(answer, done) {
       if (options.json) printJson(answer);
-      else line(done);
+      else write(printable(done));
     },
     list(answer, header, row) {
       if (options.json) printJson(answer);
@@ -65,7 +68,7 @@ export function createOutput(options: { json: boolean; stdout?: NodeJS.WriteStre
 /** How one value reads in a table cell. */
 function cell(value: unknown): string {
   if (value === null || value === undefined || value === '') return '-';
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') return printable(value);
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return JSON.stringify(value);
+  return printableJson(JSON.stringify(value));
 }

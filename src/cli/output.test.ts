@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { createOutput } from './output.ts';
 
 /** What a terminal would act on: ESC, BEL, the one-character CSI, a bidi override. */
+// eslint-disable-next-line no-control-regex -- looking for control characters is the point
 const RAW_CONTROLS = /[\u001b\u0007\u009b\u202e]/;
 const HOSTILE_NAME = '\u001b]0;owned\u0007ci\u001b[2J\u001b[1A\u009b31mkey';
 const HOSTILE_EMAIL = 'eve\u202egnp.example.com';

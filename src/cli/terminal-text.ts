@@ -3,12 +3,14 @@
  * OSC 8 links), DEL, C1 controls (U+009B is a one-character CSI), and the Unicode format characters that
  * reorder or hide text (bidi overrides and isolates, zero-width characters).
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
 
 /** CONTROL without C0, which JSON.stringify escapes inside strings (its own line breaks must stay). */
 const BEYOND_C0 = /[\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
 
 /** A colour or weight change as `styleText` writes it, the one sequence the CLI itself sends. */
+// eslint-disable-next-line no-control-regex -- the escape sequence styleText writes
 const SGR = /(\u001b\[[0-9;]*m)/;
 
 /** Each control character as a visible escape (`\x1b`, `\u202e`). */

@@ -5,6 +5,7 @@ import type { Job } from '../jobs/scheduler.ts';
 import type { Limiter } from '../limits/limiter.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { type Clock, newId } from '../shared/ids.ts';
+import { addressGroup } from '../shared/address-group.ts';
 import type { AccountRecord } from '../store/records.ts';
 import type { SessionRecord } from '../store/sessions-repo.ts';
 import type { Store } from '../store/store.ts';
@@ -19,10 +20,15 @@ export interface SessionPolicy {
   idleMs: number;
   /** A session ends this long after sign-in, however busy. */
   absoluteMs: number;
-  /** Sign-in (and reset-request) attempts per client address per minute. */
+  /** Sign-in (and reset-request) attempts per client address (an IPv6 /64) per minute. */
   attemptsPerIpPerMinute: number;
-  /** Sign-in (and reset-request) attempts per e-mail address per minute. */
+  /** Sign-in (and reset-request) attempts per e-mail address from one client address per minute. */
   attemptsPerEmailPerMinute: number;
+  /**
+   * Attempts per e-mail address from all addresses together per minute: far above the per-address share, so
+   * that locking the owner out takes a crowd of addresses, yet guessing from a crowd stays bounded.
+   */
+  attemptsPerEmailAnywherePerMinute: number;
   /** A password-reset link's lifetime. */
   resetTokenMs: number;
 }
@@ -32,6 +38,7 @@ export const DEFAULT_SESSION_POLICY: SessionPolicy = {
   absoluteMs: 7 * DAY_MS,
   attemptsPerIpPerMinute: 20,
   attemptsPerEmailPerMinute: 5,
+  attemptsPerEmailAnywherePerMinute: 50,
   resetTokenMs: HOUR_MS,
 };
 
@@ -215,13 +222,20 @@ export class SessionsService {
     };
   }
 
-  /** Counts an attempt against the address and the e-mail; 429 with Retry-After when either is over. */
+  /**
+   * Counts an attempt against the address, the e-mail from that address and the e-mail from anywhere; 429
+   * with Retry-After when one is over. Wrong passwords sent from elsewhere use up their own addresses' shares,
+   * not the owner's.
+   */
   async #throttle(ip: string, email: string, what: string): Promise<void> {
     const { limiter, clock } = this.#o;
     const now = clock();
+    const group = addressGroup(ip);
+    const mailbox = hashSecret(email);
     const checks = [
-      { subject: `${what}:ip:${ip}`, perMinute: this.policy.attemptsPerIpPerMinute },
-      { subject: `${what}:email:${hashSecret(email)}`, perMinute: this.policy.attemptsPerEmailPerMinute },
+      { subject: `${what}:ip:${group}`, perMinute: this.policy.attemptsPerIpPerMinute },
+      { subject: `${what}:email-ip:${mailbox}:${group}`, perMinute: this.policy.attemptsPerEmailPerMinute },
+      { subject: `${what}:email:${mailbox}`, perMinute: this.policy.attemptsPerEmailAnywherePerMinute },
     ];
     for (const check of checks) {
       const admission = await limiter.admit({

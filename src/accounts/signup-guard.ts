@@ -1,11 +1,12 @@
 import type { Limiter } from '../limits/limiter.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
+import { addressGroup } from '../shared/address-group.ts';
 
 /** Sign-up and verification attempts allowed per client address per minute. */
 const SIGNUPS_PER_MINUTE = 20;
 
-/** Throttles the unauthenticated account routes (register, verify, reset) per client address. */
+/** Throttles the unauthenticated account routes (register, verify, reset) per client address (an IPv6 /64). */
 export class SignupGuard {
   readonly #limiter: Limiter;
   readonly #clock: Clock;
@@ -19,7 +20,7 @@ export class SignupGuard {
   /** Counts one attempt from `ip`; refuses (429 with Retry-After) an address past its minute's share. */
   async check(ip: string): Promise<void> {
     const admission = await this.#limiter.admit({
-      subject: `ip:${ip}`,
+      subject: `ip:${addressGroup(ip)}`,
       requestId: `signup-${this.#attempts++}`,
       limits: { requestsPerMinute: SIGNUPS_PER_MINUTE, tokensPerMinute: null, dailyTokens: null },
       tokens: 0,

@@ -281,7 +281,8 @@ export class AccountsService {
         },
       );
     return store.transaction(async (tx) => {
-      // Checked again inside the transaction: creations racing past the first check (on SQLite, serialized).
+      // Checked again under the account's row lock: creations racing past the first check count one at a time.
+      await tx.accounts.lockForUpdate(accountId);
       if (cap !== null && (await activeKeys(tx)) >= cap) throw refuseCap();
       return this.#insertKey(tx, accountId, name, allowedIps, now, controls);
     });

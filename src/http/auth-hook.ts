@@ -1,9 +1,10 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccountsService } from '../accounts/accounts-service.ts';
 import type { SessionsService } from '../accounts/sessions-service.ts';
 import type { Config } from '../config/config.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { asUser } from './routes/principal.ts';
+import { isRestrictedKey, managementRefusal } from '../accounts/key-scope.ts';
 import { CSRF_HEADER, SAFE_METHODS, sessionCookie } from './session-cookie.ts';
 
 /** Reads `Authorization: Bearer <key>`; undefined when absent or of another scheme. */
@@ -14,10 +15,20 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
+ * Whether a route manages the account rather than reads it: every change, every operator route, and reads
+ * marked `manages` (the webhook signing secret). Restricted keys may not (accounts/key-scope.ts).
+ */
+function manages(request: FastifyRequest): boolean {
+  const { auth, manages: marked } = request.routeOptions.config;
+  return auth === 'admin' || marked === true || !SAFE_METHODS.has(request.method);
+}
+
+/**
  * Authenticates every route whose config asks for it, before its handler runs: by a key in `Authorization`
  * or, with no such header, by the dashboard's session cookie. A cookie request that changes anything must
  * carry its session's CSRF token in `X-CSRF-Token` (403 without it). Routes declared `auth: 'admin'` admit
- * the admin key and an operator account's key or session; everyone else gets 403.
+ * the admin key and an operator account's key or session; everyone else gets 403. A key with restrictions
+ * gets 403 on every route that manages the account.
  */
 export function installAuth(
   app: FastifyInstance,
@@ -59,6 +70,8 @@ export function installAuth(
     if (auth === 'admin' && principal.kind === 'user' && principal.account.role !== 'operator')
       throw new GatewayError('forbidden', 'this route is for operators');
     if (auth === 'user') asUser(principal);
+    if (principal.kind === 'user' && isRestrictedKey(principal.key) && manages(request))
+      throw managementRefusal();
     request.principal = principal;
   });
 }

@@ -19,5 +19,10 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     auth?: RouteAuth;
+    /**
+     * A read that is management all the same (it shows a secret): refused to restricted keys like every
+     * change. Changes (any method but GET, HEAD, OPTIONS) and operator routes are management without it.
+     */
+    manages?: boolean;
   }
 }

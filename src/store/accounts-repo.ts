@@ -282,6 +282,16 @@ export class AccountsRepo {
     return { key: toKey(row), account };
   }
 
+  /**
+   * Inside a transaction: locks the account's row until it ends (a row lock on PostgreSQL; SQLite's writers
+   * are serialized anyway), so that decisions counting the account's keys are taken one at a time. False
+   * when there is no such account.
+   */
+  async lockForUpdate(accountId: string): Promise<boolean> {
+    const row = await this.#db.get(`SELECT id FROM accounts WHERE id = $1 ${this.#db.forUpdate}`, [accountId]);
+    return row !== undefined;
+  }
+
   async keysOf(accountId: string): Promise<ApiKeyRecord[]> {
     const rows = await this.#db.all<KeyRow>(
       'SELECT * FROM api_keys WHERE account_id = $1 ORDER BY created_at, id',

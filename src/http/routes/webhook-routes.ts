@@ -24,7 +24,8 @@ export const webhookRoutes: FastifyPluginAsync<Pick<Services, 'webhooks'>> = asy
     async (request) => webhooks.setEndpoint(userOf(request).account.id, request.body.url),
   );
 
-  app.get('/endpoint', { config }, async (request) => {
+  // Shows the signing secret, with which anyone could forge events to the account's receiver.
+  app.get('/endpoint', { config: { ...config, manages: true } }, async (request) => {
     const endpoint = await webhooks.endpoint(userOf(request).account.id);
     return { url: endpoint.url, secret: endpoint.secret, created_at: iso(endpoint.createdAt) };
   });

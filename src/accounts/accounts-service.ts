@@ -284,7 +284,10 @@ export class AccountsService {
       // Checked again under the account's row lock: creations racing past the first check count one at a time.
       await tx.accounts.lockForUpdate(accountId);
       if (cap !== null && (await activeKeys(tx)) >= cap) throw refuseCap();
-      return this.#insertKey(tx, accountId, name, allowedIps, now, controls);
+      // A key made in place of a revoked one takes over its rate-limit windows (a day's worth matters: the
+      // longest window is the UTC day), so revoking and re-creating never brings fresh limits.
+      const inherited = await tx.accounts.freeLimitSubject(accountId, now - DAY_MS);
+      return this.#insertKey(tx, accountId, name, allowedIps, now, controls, inherited);
     });
   }
 
@@ -434,6 +437,7 @@ export class AccountsService {
     allowedIps: string[] | null,
     now: number,
     controls: KeyControls = NO_KEY_CONTROLS,
+    limitSubject?: string,
   ): Promise<IssuedKey> {
     const fresh = createSecret();
     const id = newId('key');
@@ -448,6 +452,7 @@ export class AccountsService {
       createdAt: now,
       revokedAt: null,
       controls,
+      ...(limitSubject === undefined ? {} : { limitSubject }),
     });
     return issued(id, name, fresh.secret, fresh.prefix, allowedIps, now, controls);
   }

@@ -13,7 +13,13 @@ import type { Router } from '../routing/router.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
 import type { Balance } from '../store/ledger-repo.ts';
-import type { AccountRecord, ApiKeyRecord, Settlement, UsageStatus } from '../store/records.ts';
+import {
+  type AccountRecord,
+  type ApiKeyRecord,
+  limitSubjectOf,
+  type Settlement,
+  type UsageStatus,
+} from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
 import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
@@ -120,9 +126,10 @@ export class ChatGateway {
     }
     const reservedTokens = promptTokens + (request.maxTokens ?? 0);
     const limits = this.#o.limitsOf(account);
-    if (limits.dailyTokens !== null && limiter.seedDaily && this.#unseeded(key.id, now))
-      await this.#seedDaily(key.id, now);
-    const asked = { subject: key.id, requestId: ctx.requestId, limits, tokens: reservedTokens, now };
+    const subject = limitSubjectOf(key);
+    if (limits.dailyTokens !== null && limiter.seedDaily && this.#unseeded(subject, now))
+      await this.#seedDaily(subject, now);
+    const asked = { subject, requestId: ctx.requestId, limits, tokens: reservedTokens, now };
     // In memory, admission and the hold below run in one synchronous step: no promise, no turn in between.
     const admission = limiter.admitNow ? limiter.admitNow(asked) : await limiter.admit(asked);
     if (!admission.allowed) {
@@ -160,7 +167,7 @@ export class ChatGateway {
       throw error;
     }
     if (!held) {
-      await limiter.release(key.id, ctx.requestId, reservedTokens, now);
+      await limiter.release(subject, ctx.requestId, reservedTokens, now);
       const keyLimited = await keyLimitRefusal(store, this.#o.holds, key, holdMicros, now);
       if (keyLimited)
         throw this.#refuse(new GatewayError('payment_required', keyLimited, { rateLimits: admission }));
@@ -173,34 +180,63 @@ export class ChatGateway {
     return { ctx, request, model, promptTokens, reservedTokens, rateLimits: admission };
   }
 
-  /** The prompt's tokens as admission counts them (validated as `admit` validates); nothing is taken or held. */
-  async countPrompt(body: unknown): Promise<number> {
-    const { request } = parseChatRequest(body, this.#o.config.models, this.#o.config.maxMessages);
+  /**
+   * The prompt's tokens as admission counts them (validated as `admit` validates), for `count_tokens`: the key's
+   * allowed models apply, and each count takes a request from a window of its own, as large as the key's
+   * requests per minute (so counting neither eats the key's calls nor goes unlimited). No tokens, no credit.
+   */
+  async countPrompt(ctx: CallerContext, body: unknown): Promise<number> {
+    const { config, limiter, clock } = this.#o;
+    const { request, model } = parseChatRequest(body, config.models, config.maxMessages);
+    const notAllowed = modelRefusal(ctx.key, model.id);
+    if (notAllowed) throw this.#refuse(notAllowed);
+    const requestsPerMinute = this.#o.limitsOf(ctx.account).requestsPerMinute;
+    if (requestsPerMinute !== null) {
+      const admission = await limiter.admit({
+        subject: `${limitSubjectOf(ctx.key)}:count-tokens`,
+        requestId: ctx.requestId,
+        limits: { requestsPerMinute, tokensPerMinute: null, dailyTokens: null },
+        tokens: 0,
+        now: clock(),
+      });
+      if (!admission.allowed) {
+        const unavailable = admission.reason === 'unavailable';
+        throw this.#refuse(
+          new GatewayError(
+            unavailable ? 'service_unavailable' : 'rate_limit_exceeded',
+            unavailable
+              ? `rate limit exceeded: ${REFUSALS.unavailable}`
+              : 'rate limit exceeded: token counts per minute for this API key (as many as its requests per minute); retry after the Retry-After delay',
+            { ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}) },
+          ),
+        );
+      }
+    }
     return countPromptTokensYielding(request.messages, request.tools, Infinity);
   }
 
-  /** Whether this process has yet to seed the key's daily count today (checked without a promise). */
-  #unseeded(keyId: string, now: number): boolean {
+  /** Whether this process has yet to seed a limit subject's daily count today (checked without a promise). */
+  #unseeded(subject: string, now: number): boolean {
     const day = utcDay(now);
     if (day !== this.#seededDay) {
       this.#seeded = new Set();
       this.#seededDay = day;
     }
-    return !this.#seeded.has(keyId);
+    return !this.#seeded.has(subject);
   }
 
   /**
-   * Once per key and UTC day in this process (the caller has checked #unseeded in the same turn): the tokens the
+   * Once per limit subject and UTC day in this process (the caller has checked #unseeded in the same turn): the tokens the
    * store already holds for today.
    */
-  async #seedDaily(keyId: string, now: number): Promise<void> {
+  async #seedDaily(subject: string, now: number): Promise<void> {
     const day = this.#seededDay;
-    this.#seeded.add(keyId);
+    this.#seeded.add(subject);
     // Settlements of this process not yet committed are already in the limiter; committed ones are in
     // the store. Flushing first makes the two disjoint, so nothing is counted twice.
     await this.#o.settlements.flush();
-    const used = await this.#o.store.usage.keyDayTokens(keyId, day);
-    this.#o.limiter.seedDaily?.(keyId, used, now);
+    const used = await this.#o.store.usage.keyDayTokens(subject, day);
+    this.#o.limiter.seedDaily?.(subject, used, now);
   }
 
   /** A non-streamed completion; the answer's `model` is the public id. */
@@ -426,11 +462,11 @@ export class ChatGateway {
     const journaled = holds.finished?.(settlement);
     const used = outcome.promptTokens + outcome.completionTokens;
     if (!giveBack && limiter.reconcileNow)
-      limiter.reconcileNow(ctx.key.id, ctx.requestId, reservedTokens, used, now);
+      limiter.reconcileNow(limitSubjectOf(ctx.key), ctx.requestId, reservedTokens, used, now);
     else
       (giveBack
-        ? limiter.release(ctx.key.id, ctx.requestId, reservedTokens, now)
-        : limiter.reconcile(ctx.key.id, ctx.requestId, reservedTokens, used, now)
+        ? limiter.release(limitSubjectOf(ctx.key), ctx.requestId, reservedTokens, now)
+        : limiter.reconcile(limitSubjectOf(ctx.key), ctx.requestId, reservedTokens, used, now)
       ).catch((error: unknown) => logger.warn({ err: error }, 'rate-limit reconcile failed'));
     metrics.recordRequest(
       request.model,

@@ -111,12 +111,12 @@ async function serveChat(
     );
     const body = await readJsonBody(req, services.config.bodyLimitBytes);
     const exchange = door.exchange(body);
+    const ctx = { requestId, key, account, arrivedAt };
     if (exchange.countOnly !== undefined) {
-      const tokens = await services.gateway.countPrompt(exchange.chatBody);
+      const tokens = await services.gateway.countPrompt(ctx, exchange.chatBody);
       sendJson(res, 200, door.idHeaders(requestId), exchange.countOnly(tokens));
       return;
     }
-    const ctx = { requestId, key, account, arrivedAt };
     const admitted = await services.gateway.admit(ctx, exchange.chatBody);
     if (admitted.request.stream) {
       const text = createSseSink(res, door.idHeaders(requestId));

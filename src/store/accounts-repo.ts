@@ -63,6 +63,7 @@ interface KeyRow {
   limit_period: LimitPeriod | null;
   expires_at: number | string | null;
   allowed_models: string | null;
+  limit_subject?: string | null;
 }
 
 const toKey = (row: KeyRow): ApiKeyRecord => ({
@@ -81,6 +82,7 @@ const toKey = (row: KeyRow): ApiKeyRecord => ({
     expiresAt: row.expires_at === null ? null : Number(row.expires_at),
     allowedModels: row.allowed_models === null ? null : (JSON.parse(row.allowed_models) as string[]),
   },
+  ...(row.limit_subject ? { limitSubject: row.limit_subject } : {}),
 });
 
 const controlParams = (controls: KeyControls | undefined): (string | number | null)[] => [
@@ -215,8 +217,8 @@ export class AccountsRepo {
   async insertKey(key: ApiKeyRecord): Promise<void> {
     await this.#db.run(
       `INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, allowed_ips, status, created_at,
-         spend_limit_micros, limit_period, expires_at, allowed_models)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+         spend_limit_micros, limit_period, expires_at, allowed_models, limit_subject)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       [
         key.id,
         key.accountId,
@@ -227,8 +229,26 @@ export class AccountsRepo {
         key.status,
         key.createdAt,
         ...controlParams(key.controls),
+        key.limitSubject ?? null,
       ],
     );
+  }
+
+  /**
+   * The rate-limit windows a new key of the account takes over: those of its most recently revoked key (since
+   * `since`) that no active key uses; undefined when there is none. Call it under lockForUpdate, so that two
+   * keys created at once never take the same windows.
+   */
+  async freeLimitSubject(accountId: string, since: number): Promise<string | undefined> {
+    const row = await this.#db.get<{ subject: string }>(
+      `SELECT COALESCE(limit_subject, id) AS subject FROM api_keys
+       WHERE account_id = $1 AND status = 'revoked' AND revoked_at >= $2
+         AND COALESCE(limit_subject, id) NOT IN
+           (SELECT COALESCE(limit_subject, id) FROM api_keys WHERE account_id = $1 AND status = 'active')
+       ORDER BY revoked_at DESC, id LIMIT 1`,
+      [accountId, since],
+    );
+    return row?.subject;
   }
 
   /** Replaces a key's name, IP allow-list and controls. */

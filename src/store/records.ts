@@ -70,7 +70,15 @@ export interface ApiKeyRecord {
   revokedAt: number | null;
   /** Per-key controls (issue 22); absent or null means none. */
   controls?: KeyControls;
+  /**
+   * Whose rate-limit windows the key uses, when not its own: the revoked key whose windows it took over at
+   * creation (see limitSubjectOf).
+   */
+  limitSubject?: string;
 }
+
+/** The subject of a key's rate-limit windows: the revoked key's it took over, else its own id. */
+export const limitSubjectOf = (key: ApiKeyRecord): string => key.limitSubject ?? key.id;
 
 /** How often a key's spending limit starts over: calendar UTC periods, or never. */
 export type LimitPeriod = 'daily' | 'weekly' | 'monthly' | 'never';

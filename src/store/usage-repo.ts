@@ -85,11 +85,15 @@ export class UsageRepo {
     return Number(row?.n ?? 0);
   }
 
-  /** Tokens a key used on a UTC day (seeds the daily cap after a restart). */
-  async keyDayTokens(keyId: string, day: string): Promise<number> {
+  /**
+   * Tokens used on a UTC day under a key's rate-limit windows (seeds the daily cap after a restart): the keys
+   * whose limit subject it is, the key of that id among them.
+   */
+  async keyDayTokens(subject: string, day: string): Promise<number> {
     const row = await this.#db.get<{ n: number | null }>(
-      `SELECT CAST(SUM(prompt_tokens + completion_tokens) AS BIGINT) AS n FROM usage_daily WHERE key_id = $1 AND day = $2`,
-      [keyId, day],
+      `SELECT CAST(SUM(prompt_tokens + completion_tokens) AS BIGINT) AS n FROM usage_daily
+       WHERE day = $2 AND key_id IN (SELECT id FROM api_keys WHERE id = $1 OR limit_subject = $1)`,
+      [subject, day],
     );
     return Number(row?.n ?? 0);
   }

@@ -152,5 +152,69 @@ for (const backend of BACKENDS) {
       const keys = await server.call('GET', `/api/admin/accounts/${accountId}/keys`, { key: ADMIN_KEY });
       assert.equal(keys.status, 200);
     });
+
+    it('revoking and re-creating a key does not reset the rate windows (trial: 10 requests a minute per key)', async () => {
+      const { key, keyId } = await server.register();
+      const call = (secret: string) =>
+        server.call('POST', '/v1/chat/completions', { key: secret, body: chat });
+      const burst = async (secret: string, n: number): Promise<number[]> => {
+        const statuses: number[] = [];
+        for (let i = 0; i < n; i++) statuses.push((await call(secret)).status);
+        return statuses;
+      };
+      assert.deepEqual(await burst(key, 11), [...Array<number>(10).fill(200), 429]);
+      // A second active key has windows of its own: limits are per key.
+      const second = await server.call('POST', '/api/keys', { key, body: { name: 'second' } });
+      assert.equal(
+        (await call(second.body.key)).status,
+        200,
+        'a new key beside the first has its own windows',
+      );
+      // A key made in place of a revoked one takes over its windows.
+      assert.equal((await server.call('DELETE', `/api/keys/${keyId}`, { key: second.body.key })).status, 200);
+      for (let round = 0; round < 3; round++) {
+        const made = await server.call('POST', '/api/keys', {
+          key: second.body.key,
+          body: { name: `again-${round}` },
+        });
+        assert.equal(made.status, 201, JSON.stringify(made.body));
+        const refused = await call(made.body.key);
+        assert.equal(refused.status, 429, `round ${round}: ${JSON.stringify(refused.body)}`);
+        assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+        assert.equal(
+          (await server.call('DELETE', `/api/keys/${made.body.id}`, { key: second.body.key })).status,
+          200,
+        );
+      }
+    });
+
+    it("count_tokens keeps the key's allowed models and IP list, and has a per-minute window of its own", async () => {
+      const { key } = await server.registerOn('pro');
+      const count = (secret: string, model: string) =>
+        server.call('POST', '/v1/messages/count_tokens', {
+          key: secret,
+          body: { model, messages: [{ role: 'user', content: 'hi' }] },
+        });
+      const onlyB = await server.call('POST', '/api/keys', {
+        key,
+        body: { name: 'b', allowed_models: ['model-b'] },
+      });
+      assert.equal((await count(onlyB.body.key, 'model-b')).status, 200);
+      const refused = await count(onlyB.body.key, 'model-a');
+      assert.equal(refused.status, 403, JSON.stringify(refused.body));
+      assert.match(JSON.stringify(refused.body), /may not use model model-a/);
+      const elsewhere = await server.call('POST', '/api/keys', {
+        key,
+        body: { name: 'ip', allowed_ips: ['10.0.0.0/8'] },
+      });
+      assert.equal((await count(elsewhere.body.key, 'model-b')).status, 403);
+
+      const trial = await server.register();
+      const statuses: number[] = [];
+      for (let i = 0; i < 11; i++) statuses.push((await count(trial.key, 'model-b')).status);
+      assert.deepEqual(statuses, [...Array<number>(10).fill(200), 429]);
+      const chatAfter = await server.call('POST', '/v1/chat/completions', { key: trial.key, body: chat });
+      assert.equal(chatAfter.status, 200, 'counting does not use up the calls');
+    });
   });
 }

@@ -22,6 +22,7 @@ import type { Store } from '../store/store.ts';
 import { type AccountSummary, readAccountSummary } from './account-summary.ts';
 import { createSecret, hashSecret, isPlausibleSecret } from './api-key-secret.ts';
 import type { KeyCache } from './key-cache.ts';
+import { FailedAuthThrottle } from './failed-auth-throttle.ts';
 import { presentKeyControls, refuseExpiredKey } from './key-controls.ts';
 import { type KeyStatus, readKeyStatus } from './key-status.ts';
 import { canonicalMailbox, claimTrialMailbox } from './mailbox.ts';
@@ -79,11 +80,13 @@ export interface AccountsOptions {
 /** Registration, verification, authentication, keys and the operator's account controls. */
 export class AccountsService {
   readonly #o: AccountsOptions;
+  readonly #failedAuth: FailedAuthThrottle;
   #adminHash: Buffer | undefined;
   #creations = 0;
 
   constructor(options: AccountsOptions) {
     this.#o = options;
+    this.#failedAuth = new FailedAuthThrottle(options.limiter, options.clock);
     options.bus.subscribe((message) => options.cache.invalidate(message));
   }
 
@@ -196,12 +199,17 @@ export class AccountsService {
    */
   async authenticateStored(secret: string, clientIp: string): Promise<Principal> {
     const { cache, store, clock } = this.#o;
+    // An address guessing keys is refused before its guess reaches the store (cached keys never get here).
+    this.#failedAuth.refuseIfBlocked(clientIp);
     const now = clock();
     const hash = hashSecret(secret);
     if (this.#adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#adminHash))
       return { kind: 'admin' };
     const found = await store.accounts.keyWithAccount(hash);
-    if (!found) throw new GatewayError('unauthorized', 'missing or invalid API key');
+    if (!found) {
+      await this.#failedAuth.failed(clientIp);
+      throw new GatewayError('unauthorized', 'missing or invalid API key');
+    }
     cache.set(secret, found.key, found.account, now);
     return principalOf(found.key, found.account, now, clientIp);
   }

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import type { SecurityConfig, TrustProxy } from './config.ts';
 import { describeIssue } from './schema-primitives.ts';
+import { weakSecretReason } from './secret-strength.ts';
 
 type Env = Record<string, string | undefined>;
 
@@ -138,6 +139,12 @@ export function loadSecurityConfig(
         'SMTP_URL: not set in production, so nobody could verify an e-mail address; set it, or TOLLGATE_ALLOW_NO_MAIL=true on purpose',
       );
   }
+  const adminKey = env['TOLLGATE_ADMIN_KEY'];
+  const weakAdminKey = production && adminKey ? weakSecretReason(adminKey) : undefined;
+  if (weakAdminKey)
+    throw fail(
+      `TOLLGATE_ADMIN_KEY: too weak for production (${weakAdminKey}); generate one with openssl rand -base64 32, or leave it unset and a strong one is created and printed once`,
+    );
   const verify = vars.TOLLGATE_REQUIRE_VERIFIED_EMAIL;
   const previous = vars.TOLLGATE_SECRET_KEY_PREVIOUS;
   if (!vars.TOLLGATE_SECRET_KEY && previous.length > 0)

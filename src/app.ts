@@ -10,6 +10,7 @@ import { createChatEndpoint, FRONT_DOOR_PATHS } from './http/chat-endpoint.ts';
 import { trustFunction } from './http/client-address.ts';
 import { installErrorHandling, RouteTable } from './http/error-handler.ts';
 import { installOperatorAudit } from './http/operator-audit.ts';
+import { installTextCheck } from './http/refuse-invalid-text.ts';
 import { accountRoutes } from './http/routes/account-routes.ts';
 import { adminRoutes } from './http/routes/admin-routes.ts';
 import { announcementRoutes } from './http/routes/announcement-routes.ts';
@@ -115,6 +116,7 @@ export function createApp(services: Services): FastifyInstance {
   // listings above), and nothing a plugin adds inside leaks out to the others.
   installErrorHandling(app, routes);
   installBodyLimits(app, services.config.bodyLimitBytes);
+  installTextCheck(app);
   void app.register(fastifyCookie);
   installAuth(app, services.accounts, { service: services.sessions, config: services.config });
   installOperatorAudit(app, services.operators);

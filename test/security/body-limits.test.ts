@@ -31,7 +31,8 @@ async function probe(gateway: RunningGateway): Promise<{ maxBlockMs: number; tic
     const parts = gateway.output().split('loop-probe ');
     if (parts.length > seen)
       return JSON.parse(parts[seen]!.split('\n')[0]!) as { maxBlockMs: number; ticks: number };
-    if (Date.now() > deadline) throw new Error('the gateway did not answer the probe: its event loop is stuck');
+    if (Date.now() > deadline)
+      throw new Error('the gateway did not answer the probe: its event loop is stuck');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
@@ -52,7 +53,15 @@ async function flood(
 ): Promise<Answer[]> {
   const { stdout } = await run(
     process.execPath,
-    [FLOOD, new URL(path, base).href, method, field, String(bytes), String(PARALLEL), JSON.stringify(headers)],
+    [
+      FLOOD,
+      new URL(path, base).href,
+      method,
+      field,
+      String(bytes),
+      String(PARALLEL),
+      JSON.stringify(headers),
+    ],
     { timeout: 120_000, maxBuffer: 10 * MiB },
   );
   return JSON.parse(stdout) as Answer[];
@@ -137,7 +146,10 @@ describe('request bodies on the routes outside the chat endpoint', () => {
       slowestHealthMs < MAX_HEALTH_MS,
       `/health took ${slowestHealthMs.toFixed(0)} ms while bodies arrived on ${slowestRoute}`,
     );
-    assert.ok(maxBlockMs < MAX_BLOCK_MS, `the event loop was blocked for ${maxBlockMs.toFixed(1)} ms at once`);
+    assert.ok(
+      maxBlockMs < MAX_BLOCK_MS,
+      `the event loop was blocked for ${maxBlockMs.toFixed(1)} ms at once`,
+    );
     assert.equal(gateway.child.exitCode, null, 'the gateway is alive');
     for (const answer of answered) {
       assert.equal(answer.status, 413, `${answer.route}: ${JSON.stringify(answer.body).slice(0, 200)}`);
@@ -172,10 +184,11 @@ describe('request bodies on the routes outside the chat endpoint', () => {
     // A key with 100 IP blocks and 100 models, every letter and digit written as a \u escape: a body past the sign-in limit.
     const ips = Array.from({ length: 100 }, (_, i) => `2001:db8:${i.toString(16)}::/48`);
     const models = Array.from({ length: 100 }, () => 'model-b');
-    const escaped = JSON.stringify({ name: 'n'.repeat(100), allowed_ips: ips, allowed_models: models }).replace(
-      /[0-9a-z/-]/g,
-      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-    );
+    const escaped = JSON.stringify({
+      name: 'n'.repeat(100),
+      allowed_ips: ips,
+      allowed_models: models,
+    }).replace(/[0-9a-z/-]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
     assert.ok(escaped.length > 8 * 1024, `a body of ${escaped.length} bytes`);
     const big = await send('POST', '/api/keys', escaped, { authorization: `Bearer ${key}` });
     assert.equal(big.status, 201, JSON.stringify(big.body));

@@ -127,7 +127,7 @@ describe('webhook URL guard', () => {
     assert.deepEqual((await ask('mixed', false)).result, { address: '93.184.215.14', family: 4 });
     const refused = await ask('inside', false);
     assert.equal(refused.error?.code, 'EPRIVATEADDRESS');
-    assert.match(refused.error!.message, /resolves only to private addresses/);
+    assert.match(refused.error.message, /resolves only to private addresses/);
     const allowed = createGuardedLookup(true, async (host) => answers[host] ?? []);
     await new Promise<void>((resolve) =>
       allowed('inside', { all: false }, (error, address) => {

@@ -5,10 +5,12 @@ import fastifyCookie from '@fastify/cookie';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import './http/fastify-types.ts';
 import { installAuth } from './http/auth-hook.ts';
+import { installBodyLimits, OTHER } from './http/body-limits.ts';
 import { createChatEndpoint, FRONT_DOOR_PATHS } from './http/chat-endpoint.ts';
 import { trustFunction } from './http/client-address.ts';
 import { installErrorHandling, RouteTable } from './http/error-handler.ts';
 import { installOperatorAudit } from './http/operator-audit.ts';
+import { installTextCheck } from './http/refuse-invalid-text.ts';
 import { accountRoutes } from './http/routes/account-routes.ts';
 import { adminRoutes } from './http/routes/admin-routes.ts';
 import { announcementRoutes } from './http/routes/announcement-routes.ts';
@@ -65,7 +67,8 @@ export function createApp(services: Services): FastifyInstance {
     loggerInstance: logger,
     // No per-request access log: usage records and /metrics carry that, without a synchronous write per request.
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: services.config.bodyLimitBytes,
+    // Each route gets a limit of its own (http/body-limits.ts); this one is for unknown paths.
+    bodyLimit: OTHER.bytes,
     genReqId: nextRequestId,
     trustProxy: trustFunction(services.config.trustProxy),
     return503OnClosing: true,
@@ -114,6 +117,8 @@ export function createApp(services: Services): FastifyInstance {
   // context that inherits them (auth, the operator audit, the error and not-found handlers, the onRoute
   // listings above), and nothing a plugin adds inside leaks out to the others.
   installErrorHandling(app, routes);
+  installBodyLimits(app, services.config.bodyLimitBytes);
+  installTextCheck(app);
   void app.register(fastifyCookie);
   installAuth(app, services.accounts, { service: services.sessions, config: services.config });
   installOperatorAudit(app, services.operators);

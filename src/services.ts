@@ -33,6 +33,7 @@ import { createStripeClient, createStripePaymentProvider } from './payments/stri
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.ts';
 import { UsageService } from './usage/usage-service.ts';
 import { WebhooksService } from './webhooks/webhooks-service.ts';
+import type { Resolve } from './webhooks/url-guard.ts';
 import { type Clock, newId, systemClock } from './shared/ids.ts';
 import { utcDay } from './shared/time.ts';
 import { type Store } from './store/store.ts';
@@ -93,6 +94,8 @@ export interface ServicesOptions {
   webhookTimeoutMs?: number;
   webhookRetryDelaysMs?: readonly number[];
   webhookPollMs?: number;
+  /** How webhook host names are resolved, when saved and at each delivery (DNS by default; tests play DNS). */
+  webhookResolve?: Resolve;
   /** Stripe's API address, for stripe-mock or tests. */
   stripeApiBase?: string;
   /** Session lifetimes and sign-in throttling (tests shorten or loosen them). */
@@ -181,6 +184,7 @@ export function createServices(options: ServicesOptions): Services {
     ...(options.webhookTimeoutMs !== undefined ? { timeoutMs: options.webhookTimeoutMs } : {}),
     ...(options.webhookRetryDelaysMs ? { retryDelaysMs: options.webhookRetryDelaysMs } : {}),
     ...(options.webhookPollMs !== undefined ? { pollMs: options.webhookPollMs } : {}),
+    ...(options.webhookResolve ? { resolve: options.webhookResolve } : {}),
   });
   const stripe = config.stripe
     ? createStripeClient({
@@ -198,7 +202,10 @@ export function createServices(options: ServicesOptions): Services {
     provider: stripe ? createStripePaymentProvider(stripe) : createTestPaymentProvider(),
     onEventQueued: () => dispatcher.nudge(),
   });
-  const webhooks = new WebhooksService({ store, config, clock, onEventQueued: () => dispatcher.nudge() });
+  const webhooks = new WebhooksService({
+    ...{ store, config, clock, onEventQueued: () => dispatcher.nudge() },
+    ...(options.webhookResolve ? { resolve: options.webhookResolve } : {}),
+  });
   const gateway = new ChatGateway({
     config,
     store,

@@ -6,7 +6,7 @@ import type { WebhookEvent } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import { DEFAULT_RETRY_DELAYS_MS, nextAttemptAt } from './retry-schedule.ts';
 import { signPayload } from './sign-payload.ts';
-import { createGuardedLookup, isAllowedPort } from './url-guard.ts';
+import { createGuardedLookup, isAllowedPort, type Resolve } from './url-guard.ts';
 import { StoreUnavailableError } from '../store/db.ts';
 
 export interface DispatcherOptions {
@@ -21,6 +21,8 @@ export interface DispatcherOptions {
   retryDelaysMs?: readonly number[];
   /** How often the outbox is read for attempts that have come due (a queued event nudges it at once). */
   pollMs?: number;
+  /** How host names are resolved (DNS by default); every address is checked at each connection. */
+  resolve?: Resolve;
 }
 
 /** An attempt cannot outlast its timeout; past this margin a lease is another instance's to take. */
@@ -32,7 +34,7 @@ const BATCH = 20;
  * retried on a ~24 h schedule, and durable (a queued event outlives any restart).
  */
 export class WebhookDispatcher {
-  readonly #o: Required<DispatcherOptions>;
+  readonly #o: Required<Omit<DispatcherOptions, 'resolve'>>;
   readonly #agent: Agent;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
@@ -48,7 +50,10 @@ export class WebhookDispatcher {
       ...options,
     };
     this.#agent = new Agent({
-      connect: { lookup: createGuardedLookup(options.allowPrivate), timeout: this.#o.timeoutMs },
+      connect: {
+        lookup: createGuardedLookup(options.allowPrivate, options.resolve),
+        timeout: this.#o.timeoutMs,
+      },
       keepAliveTimeout: 10_000,
     });
   }

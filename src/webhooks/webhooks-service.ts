@@ -6,7 +6,7 @@ import type { WebhookDelivery, WebhookEndpoint } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { WebhookEventSummary } from '../store/webhooks-repo.ts';
 import { queueEvent } from './queue-event.ts';
-import { checkWebhookUrl } from './url-guard.ts';
+import { checkWebhookUrl, type Resolve } from './url-guard.ts';
 
 /** Deliveries and events an account's log shows, newest first. */
 const DELIVERIES_SHOWN = 100;
@@ -20,6 +20,8 @@ export interface WebhooksOptions {
   clock: Clock;
   /** Called after an event is queued, so delivery starts at once. */
   onEventQueued(): void;
+  /** How host names are resolved when an endpoint is saved (DNS by default). */
+  resolve?: Resolve;
 }
 
 /** An account's webhook endpoint and signing secret, test events, the delivery and event logs, redelivery. */
@@ -37,7 +39,7 @@ export class WebhooksService {
   async setEndpoint(accountId: string, rawUrl: string): Promise<{ url: string; secret: string }> {
     const { store, config, clock } = this.#o;
     const url = (
-      await checkWebhookUrl(rawUrl, config.webhookAllowPrivate, config.security.webhookPorts)
+      await checkWebhookUrl(rawUrl, config.webhookAllowPrivate, config.security.webhookPorts, this.#o.resolve)
     ).toString();
     const existing = await store.webhooks.endpoint(accountId);
     const secret = existing?.secret ?? newSecret();

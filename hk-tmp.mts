@@ -1,0 +1,18 @@
+import { pino } from 'pino';
+import { createApp } from './src/app.ts';
+import { parseConfig } from './src/config/load-config.ts';
+import { createServices } from './src/services.ts';
+import { createStore, openDb } from './src/store/store.ts';
+import { migrate } from './src/store/migrate.ts';
+const db = openDb('sqlite::memory:'); await migrate(db);
+const services = createServices({ config: parseConfig({}, { TOLLGATE_ADMIN_KEY: 'tg-admin-test-key-0123456789abcdef', PORT: '0' }), store: createStore(db), logger: pino({level:'silent'}), mailer: { send: async () => {} } });
+const app = createApp(services); await services.start();
+await app.listen({ port: 0, host: '127.0.0.1' });
+const port = (app.server.address() as any).port;
+import { exec } from 'node:child_process'; import { promisify } from 'node:util'; const run = async (c: string) => (await promisify(exec)(c, { maxBuffer: 1e8 })).stdout;
+import { writeFileSync } from 'node:fs';
+writeFileSync('/tmp/hk-big.json', '{"email":' + '['.repeat(2_000_000) + ']'.repeat(2_000_000) + '}');
+console.log(await run(`curl -sv -X POST http://127.0.0.1:${port}/api/auth/login -H 'content-type: application/json' --data-binary @/tmp/hk-big.json 2>&1 | grep -v '^> \\|^}' | tail -20`));
+console.log(await run(`curl -s -X POST 'http://127.0.0.1:${port}/checkout/ord_%00' -H 'content-type: application/json' -d '{"outcome":"success"}'`));
+await app.close(); await services.stop?.();
+process.exit(0);

@@ -20,7 +20,7 @@ import {
   type ProviderCall,
   ProviderError,
 } from '../provider.ts';
-import { schemaInstance } from './schema-instance.ts';
+import { SchemaBudgetError, schemaInstance } from './schema-instance.ts';
 
 const WORDS = (
   'the gateway answers every request with care and counts each token it sends so that the ledger stays exact ' +
@@ -409,7 +409,9 @@ function compose(request: ChatRequest): Answer {
   const last = request.messages.at(-1);
   const tool = pickTool(request, last?.role === 'tool');
   if (tool) {
-    const args = JSON.stringify(schemaInstance(tool.function.parameters ?? { type: 'object' }));
+    const args = JSON.stringify(
+      instanceOf(tool.function.parameters ?? { type: 'object' }, 'the tool’s parameters'),
+    );
     const toolCall: ToolCall = {
       id: `call_${nextId()}`,
       type: 'function',
@@ -429,7 +431,8 @@ function compose(request: ChatRequest): Answer {
   text = text[0]!.toUpperCase() + text.slice(1);
   const format = request.responseFormat;
   if (format?.type === 'json_object') text = JSON.stringify({ answer: text });
-  else if (format?.type === 'json_schema') text = JSON.stringify(schemaInstance(format.json_schema.schema));
+  else if (format?.type === 'json_schema')
+    text = JSON.stringify(instanceOf(format.json_schema.schema, 'the response format’s'));
   let finishReason: FinishReason = 'stop';
   if (request.stop) text = cutAtStop(text, request.stop);
   let tokens = encode(text);
@@ -439,6 +442,23 @@ function compose(request: ChatRequest): Answer {
     finishReason = 'length';
   }
   return { text, toolCall: undefined, finishReason, completionTokens: tokens.length };
+}
+
+/**
+ * An instance of a schema the request sent; one the simulator cannot fill within its budget is the request's
+ * fault, answered as an upstream answers a schema it refuses: a 400.
+ */
+function instanceOf(schema: unknown, whose: string): unknown {
+  try {
+    return schemaInstance(schema);
+  } catch (error) {
+    if (!(error instanceof SchemaBudgetError)) throw error;
+    throw new ProviderError(
+      'status',
+      `${whose} JSON schema asks for more than the model generates: ${error.message}`,
+      { status: 400, cause: error },
+    );
+  }
 }
 
 /** The text up to the first stop sequence it contains (the sequence itself is not sent, as upstreams do). */

@@ -208,7 +208,12 @@ export class ChatGateway {
     const { request, model, promptTokens } = admitted;
     let attempted;
     try {
-      attempted = await this.#o.router.complete(request, signal, model.defaultMaxTokens);
+      attempted = await this.#o.router.complete(
+        request,
+        signal,
+        model.defaultMaxTokens,
+        admitted.ctx.account.id,
+      );
     } catch (error) {
       this.#finish(admitted, this.#failed(admitted, signal.aborted));
       throw error;
@@ -261,6 +266,7 @@ export class ChatGateway {
         abort.signal,
         model.defaultMaxTokens,
         sink.passThrough !== undefined,
+        ctx.account.id,
       );
     } catch (error) {
       this.#finish(admitted, this.#failed(admitted, abort.signal.aborted));

@@ -17,6 +17,7 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
   let secondary: FakeUpstream;
   let claude: FakeUpstream;
   let key: string;
+  let otherKey: string;
   let client: OpenAI;
 
   before(async () => {
@@ -55,6 +56,7 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
     });
     const registered = await server.registerOn('pro');
     key = registered.key;
+    otherKey = (await server.registerOn('pro')).key;
     client = new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0 });
   });
   after(async () => {
@@ -63,9 +65,9 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
     await opened?.cleanup();
   });
 
-  const ask = (model: string, extra: Record<string, unknown> = {}) =>
+  const ask = (model: string, extra: Record<string, unknown> = {}, as = key) =>
     server.call('POST', '/v1/chat/completions', {
-      key,
+      key: as,
       body: { model, messages: [{ role: 'user', content: 'hi' }], ...extra },
     });
 
@@ -201,8 +203,16 @@ describe('routing, retries and provider adapters against fake upstreams', () => 
       { kind: 'status', status: 500 },
       { kind: 'status', status: 500 },
       { kind: 'status', status: 500 },
+      { kind: 'status', status: 500 },
     );
     assert.equal((await ask('model-e')).status, 502);
+    const closed = await server.call('GET', '/health', { key: ADMIN_KEY });
+    assert.equal(
+      closed.body.deployments.find((d: any) => d.model === 'model-e').state,
+      'closed',
+      'one account’s three failures count two of three: it alone never opens a circuit others share',
+    );
+    assert.equal((await ask('model-e', {}, otherKey)).status, 502, 'a second account’s failure opens it');
     const before = primary.received.length;
     const skipped = await ask('model-e');
     assert.equal(skipped.status, 502);

@@ -244,7 +244,12 @@ export class ChatGateway {
     const { request, model, promptTokens } = admitted;
     let attempted;
     try {
-      attempted = await this.#o.router.complete(request, signal, model.defaultMaxTokens);
+      attempted = await this.#o.router.complete(
+        request,
+        signal,
+        model.defaultMaxTokens,
+        admitted.ctx.account.id,
+      );
     } catch (error) {
       this.#finish(admitted, this.#failed(admitted, signal.aborted));
       throw error;
@@ -297,6 +302,7 @@ export class ChatGateway {
         abort.signal,
         model.defaultMaxTokens,
         sink.passThrough !== undefined,
+        ctx.account.id,
       );
     } catch (error) {
       this.#finish(admitted, this.#failed(admitted, abort.signal.aborted));

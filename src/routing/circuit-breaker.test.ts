@@ -128,4 +128,35 @@ describe('CircuitBreaker', () => {
     breaker.failure(T0);
     assert.equal(breaker.snapshot(T0).latency_ms, 98, 'a failure has no latency');
   });
+
+  it('one account’s failures in a run count up to half the threshold: it alone never opens the circuit', () => {
+    const breaker = new CircuitBreaker(5, 1000);
+    for (let i = 0; i < 50; i++) breaker.failure(T0, undefined, 'acct_a');
+    assert.equal(breaker.snapshot(T0).state, 'closed', 'fifty failures of one account count three');
+    assert.equal(breaker.snapshot(T0).error_rate, 1, 'yet /health shows them all');
+    breaker.failure(T0, undefined, 'acct_b');
+    assert.equal(breaker.snapshot(T0).state, 'closed', 'four of five');
+    breaker.failure(T0, undefined, 'acct_c');
+    assert.equal(breaker.snapshot(T0).state, 'open', 'a third account makes five');
+  });
+
+  it('a success ends the run: each account’s share starts again', () => {
+    const breaker = new CircuitBreaker(4, 1000);
+    breaker.failure(T0, undefined, 'acct_a');
+    breaker.failure(T0, undefined, 'acct_a');
+    breaker.failure(T0, undefined, 'acct_b');
+    breaker.success(5);
+    breaker.failure(T0, undefined, 'acct_b');
+    breaker.failure(T0, undefined, 'acct_a');
+    breaker.failure(T0, undefined, 'acct_a');
+    assert.equal(breaker.snapshot(T0).state, 'closed', 'three since the success');
+    breaker.failure(T0, undefined, 'acct_b');
+    assert.equal(breaker.snapshot(T0).state, 'open');
+  });
+
+  it('with a threshold of one, one failure of one account opens it (the operator asked for that)', () => {
+    const breaker = new CircuitBreaker(1, 1000);
+    breaker.failure(T0, undefined, 'acct_a');
+    assert.equal(breaker.snapshot(T0).state, 'open');
+  });
 });

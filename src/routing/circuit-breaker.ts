@@ -3,12 +3,21 @@ export type BreakerState = 'closed' | 'open' | 'half_open';
 const WINDOW = 50;
 
 /**
- * One deployment's health: opens after `threshold` consecutive failures, lets one probe through after
- * `cooldownMs`, and closes again when the probe succeeds. Keeps a recent error rate and latency for /health.
+ * One deployment's health: opens after `threshold` consecutive upstream failures that more than one account
+ * met, lets one probe through after `cooldownMs`, and closes again when the probe succeeds. Keeps a recent error
+ * rate and latency for /health.
+ *
+ * Each account's failures in a run (the failures since the last success) count up to half the threshold
+ * (rounded up), so one account alone, whatever it sends, never opens a circuit that other accounts share: a
+ * dead upstream fails everyone's requests and opens it as soon as two accounts have met `threshold` failures
+ * between them. A failure with no account (a caller the router cannot name) counts as an account of its own.
  */
 export class CircuitBreaker {
   #state: BreakerState = 'closed';
-  #consecutiveFailures = 0;
+  /** The current run's failures by account, and their sum with each account's share capped. */
+  readonly #run = new Map<string, number>();
+  #runWeight = 0;
+  #anonymous = 0;
   #openedAt = 0;
   #probing = false;
   #blockedUntil = 0;
@@ -17,9 +26,12 @@ export class CircuitBreaker {
   readonly #threshold: number;
   readonly #cooldownMs: number;
 
+  readonly #perAccount: number;
+
   constructor(threshold: number, cooldownMs: number) {
     this.#threshold = threshold;
     this.#cooldownMs = cooldownMs;
+    this.#perAccount = Math.ceil(threshold / 2);
   }
 
   /** Whether a request may go to this deployment now; in half-open state only one probe at a time. */
@@ -38,20 +50,32 @@ export class CircuitBreaker {
     this.#record(true);
     this.#latencyMs = this.#latencyMs === undefined ? latencyMs : this.#latencyMs * 0.8 + latencyMs * 0.2;
     this.#state = 'closed';
-    this.#consecutiveFailures = 0;
+    this.#endRun();
     this.#probing = false;
   }
 
-  /** Counts a failure; `retryAfterMs` (from a 429 or 503) keeps requests away that long. */
-  failure(now: number, retryAfterMs?: number): void {
+  /**
+   * Counts an upstream failure met by `account`'s request; `retryAfterMs` (from a 429 or 503) keeps requests
+   * away that long.
+   */
+  failure(now: number, retryAfterMs?: number, account?: string): void {
     this.#record(false);
-    this.#consecutiveFailures += 1;
+    const who = account ?? `\u0000anonymous ${++this.#anonymous}`;
+    const count = (this.#run.get(who) ?? 0) + 1;
+    this.#run.set(who, count);
+    if (count <= this.#perAccount) this.#runWeight += 1;
     if (retryAfterMs !== undefined) this.#blockedUntil = Math.max(this.#blockedUntil, now + retryAfterMs);
-    if (this.#state === 'half_open' || this.#consecutiveFailures >= this.#threshold) {
+    if (this.#state === 'half_open' || this.#runWeight >= this.#threshold) {
       this.#state = 'open';
       this.#openedAt = now;
+      this.#endRun();
     }
     this.#probing = false;
+  }
+
+  #endRun(): void {
+    this.#run.clear();
+    this.#runWeight = 0;
   }
 
   /** A probe that ended without a verdict (the client left): let another probe through. */

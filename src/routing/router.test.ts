@@ -7,6 +7,7 @@ import type { EventBatch } from '../gateway/stream-event.ts';
 import { chatRequestOf } from '../gateway/testing.ts';
 import { type Provider, type ProviderCall, ProviderError } from '../providers/provider.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
+import { createSimulatorProvider } from '../providers/simulator/simulator-provider.ts';
 import { Router } from './router.ts';
 
 /** What a stand-in upstream does on one call: answer, or throw the given failure. */
@@ -273,19 +274,23 @@ describe('Router: retries and fallbacks', () => {
     assert.equal(a.calls.length, 3, 'exactly max_attempts calls');
   });
 
-  it('an error that is not a ProviderError counts as a protocol failure and is retried', async () => {
-    const a = new ScriptedProvider('a', [new TypeError('boom')]);
+  it('our own exception (not a ProviderError) is a 500 at once: not retried, not counted against the upstream', async () => {
+    const a = new ScriptedProvider('a', [new RangeError('Maximum call stack size exceeded')]);
+    const b = new ScriptedProvider('b');
     const { router, failures } = createRouter({
-      models: [model('m', [deployment('a', 'one')])],
-      providers: [a],
-      routing: { maxAttempts: 2 },
+      models: [model('m', [deployment('a', 'one'), deployment('b', 'two')])],
+      providers: [a, b],
+      routing: { maxAttempts: 3, breakerFailureThreshold: 1 },
     });
-    const error = await rejection(router.complete(chat(), signal(), 256));
-    assert.match(error.message, /\(last: protocol\)/);
-    assert.deepEqual(failures, [
-      ['a/one', 'a', 'protocol'],
-      ['a/one', 'a', 'protocol'],
-    ]);
+    const error = await rejection(router.complete(chat(), signal(), 256, 'acct_1'));
+    assert.equal(error.status, 500);
+    assert.equal(error.code, 'internal_error');
+    assert.doesNotMatch(error.message, /call stack/, 'the exception itself stays in the log');
+    assert.equal(a.calls.length, 1, 'the same request would meet it again: no retry');
+    assert.equal(b.calls.length, 0);
+    assert.deepEqual(failures, [], 'no upstream error is reported');
+    assert.equal(router.health()[0]?.['state'], 'closed');
+    assert.equal(router.stats()[0]?.requests, 0, 'the deployment window holds upstream attempts only');
   });
 
   it('the upstream rejecting the request itself (400) is the client’s 400: not retried, text sanitized', async () => {
@@ -412,6 +417,94 @@ describe('Router: circuit breakers', () => {
     assert.equal(typeof health[2]!['latency_ms'], 'number', 'the answered call has a latency');
     assert.equal(health[0]!['latency_ms'], null);
     assert.equal(health[2]!['error_rate'], 0);
+  });
+});
+
+describe('Router: breakers count only what upstreams do', () => {
+  const selfReferencing = {
+    $defs: { a: { type: 'object', required: ['x'], properties: { x: { $ref: '#/$defs/a' } } } },
+    $ref: '#/$defs/a',
+  };
+
+  it('our own exceptions, however many, never open a circuit other accounts share', async () => {
+    const a = new ScriptedProvider('a', [new TypeError('boom')]);
+    const { router } = createRouter({
+      models: [model('m', [deployment('a', 'one')])],
+      providers: [a],
+      routing: { maxAttempts: 3, breakerFailureThreshold: 5 },
+    });
+    for (let i = 0; i < 10; i++) await rejection(router.complete(chat(), signal(), 256, `acct_${i % 3}`));
+    assert.equal(router.health()[0]?.['state'], 'closed');
+  });
+
+  it('a schema the simulator refuses is the request’s 400, ten times over, and the circuit stays closed', async () => {
+    const simulator = createSimulatorProvider({ id: 'sim', chunkIntervalMs: 0, firstTokenMs: 0 });
+    const router = new Router({
+      models: new Map([['m', model('m', [deployment('sim', 'one')])]]),
+      providers: new Map([['sim', simulator]]),
+      routing: ROUTING,
+      clock: () => 1_000_000,
+    });
+    const request = chatRequestOf({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      body: {},
+      responseFormat: { type: 'json_schema', json_schema: { name: 'loop', schema: selfReferencing } },
+    });
+    for (let i = 0; i < 10; i++) {
+      const error = await rejection(router.complete(request, signal(), 256, 'acct_abuser'));
+      assert.equal(error.status, 400);
+      assert.equal(error.code, 'invalid_request');
+      assert.match(error.message, /JSON schema asks for more than the model generates/);
+    }
+    assert.equal(router.health()[0]?.['state'], 'closed');
+    const answer = await router.complete(chat(), signal(), 256, 'acct_other');
+    assert.equal(answer.attempts, 1, 'another account is served at once');
+  });
+
+  it('an upstream failing one account’s requests only, however often, does not open the circuit', async () => {
+    const a = new ScriptedProvider('a', [unavailable(500)]);
+    const { router } = createRouter({
+      models: [model('m', [deployment('a', 'one')])],
+      providers: [a],
+      routing: { maxAttempts: 3, breakerFailureThreshold: 5 },
+    });
+    for (let i = 0; i < 20; i++) await rejection(router.complete(chat(), signal(), 256, 'acct_alone'));
+    assert.equal(a.calls.length, 60, 'every attempt reached the upstream');
+    assert.equal(router.health()[0]?.['state'], 'closed');
+    assert.equal(router.health()[0]?.['error_rate'], 1, '/health still says every attempt failed');
+  });
+
+  it('a dead upstream failing several accounts still opens it after `threshold` failures', async () => {
+    const a = new ScriptedProvider('a', [unavailable(500)]);
+    const { router } = createRouter({
+      models: [model('m', [deployment('a', 'one')])],
+      providers: [a],
+      routing: { maxAttempts: 1, breakerFailureThreshold: 5 },
+    });
+    const accounts = ['acct_1', 'acct_2', 'acct_3', 'acct_1', 'acct_2'];
+    for (const [index, account] of accounts.entries()) {
+      assert.equal(router.health()[0]?.['state'], 'closed', `before failure ${index + 1}`);
+      await rejection(router.complete(chat(), signal(), 256, account));
+    }
+    assert.equal(router.health()[0]?.['state'], 'open');
+    const skipped = await rejection(router.complete(chat(), signal(), 256, 'acct_4'));
+    assert.match(skipped.message, /no deployment available/);
+    assert.equal(a.calls.length, 5);
+  });
+
+  it('two accounts open it: one account’s share of a run counts up to half the threshold', async () => {
+    const a = new ScriptedProvider('a', [unavailable(500)]);
+    const { router } = createRouter({
+      models: [model('m', [deployment('a', 'one')])],
+      providers: [a],
+      routing: { maxAttempts: 1, breakerFailureThreshold: 5 },
+    });
+    for (let i = 0; i < 10; i++) await rejection(router.complete(chat(), signal(), 256, 'acct_a'));
+    await rejection(router.complete(chat(), signal(), 256, 'acct_b'));
+    assert.equal(router.health()[0]?.['state'], 'closed', 'a counts 3, b 1: 4 of 5');
+    await rejection(router.complete(chat(), signal(), 256, 'acct_b'));
+    assert.equal(router.health()[0]?.['state'], 'open');
   });
 });
 

@@ -102,13 +102,17 @@ export class Router {
     }
   }
 
-  /** A whole completion from the first deployment that gives one. */
+  /**
+   * A whole completion from the first deployment that gives one. `account`: whose request it is (a circuit
+   * opens only on failures more than one account met).
+   */
   complete(
     request: ChatRequest,
     signal: AbortSignal,
     defaultMaxTokens: number,
+    account?: string,
   ): Promise<Attempted<ChatCompletion>> {
-    return this.#attempt(request, signal, false, (deployment, shaped) =>
+    return this.#attempt(request, signal, false, account, (deployment, shaped) =>
       deployment.provider.complete({
         request: shaped,
         upstreamModel: deployment.config.upstreamModel,
@@ -127,22 +131,29 @@ export class Router {
     signal: AbortSignal,
     defaultMaxTokens: number,
     passThrough = false,
+    account?: string,
   ): Promise<Attempted<OpenedStream>> {
-    return this.#attempt(request, signal, true, async (deployment, shaped): Promise<OpenedStream> => {
-      const call = {
-        request: shaped,
-        upstreamModel: deployment.config.upstreamModel,
-        signal,
-        defaultMaxTokens,
-      };
-      if (passThrough && deployment.provider.passThrough)
-        return { passThrough: await deployment.provider.passThrough(call) };
-      const chunks = deployment.provider.stream(call);
-      const iterator = chunks[Symbol.asyncIterator]();
-      const first = await iterator.next();
-      if (first.done) throw new ProviderError('protocol', 'upstream stream was empty');
-      return { first: first.value, rest: iterator };
-    });
+    return this.#attempt(
+      request,
+      signal,
+      true,
+      account,
+      async (deployment, shaped): Promise<OpenedStream> => {
+        const call = {
+          request: shaped,
+          upstreamModel: deployment.config.upstreamModel,
+          signal,
+          defaultMaxTokens,
+        };
+        if (passThrough && deployment.provider.passThrough)
+          return { passThrough: await deployment.provider.passThrough(call) };
+        const chunks = deployment.provider.stream(call);
+        const iterator = chunks[Symbol.asyncIterator]();
+        const first = await iterator.next();
+        if (first.done) throw new ProviderError('protocol', 'upstream stream was empty');
+        return { first: first.value, rest: iterator };
+      },
+    );
   }
 
   /** Each deployment's circuit state, recent error rate and latency; calls no upstream. */
@@ -187,6 +198,7 @@ export class Router {
     request: ChatRequest,
     signal: AbortSignal,
     streamed: boolean,
+    account: string | undefined,
     call: (deployment: Deployment, shaped: ChatRequest) => Promise<T>,
   ): Promise<Attempted<T>> {
     const candidates = this.#candidates(request.model);
@@ -230,10 +242,15 @@ export class Router {
           upstreamStartedAt: startedAt,
         };
       } catch (error) {
-        const failure =
-          error instanceof ProviderError
-            ? error
-            : new ProviderError('protocol', (error as Error).message, { cause: error });
+        if (!(error instanceof ProviderError)) {
+          // Our own exception, not the upstream's doing: it says nothing of the deployment's health, and the
+          // same request would meet it again, so it is neither counted nor retried.
+          deployment.breaker.release();
+          throw new GatewayError('internal_error', 'the gateway failed while handling this request', {
+            cause: error,
+          });
+        }
+        const failure = error;
         if (failure.failure === 'aborted' || signal.aborted) {
           deployment.breaker.release();
           throw new GatewayError('internal_error', 'request cancelled by the client', { cause: failure });
@@ -259,7 +276,7 @@ export class Router {
         const longWait =
           failure.retryAfterMs !== undefined && failure.retryAfterMs > this.#routing.retryMaxMs;
         const failedAt = this.#clock();
-        deployment.breaker.failure(failedAt, longWait ? failure.retryAfterMs : undefined);
+        deployment.breaker.failure(failedAt, longWait ? failure.retryAfterMs : undefined, account);
         deployment.window.record(failedAt, false);
         lastError = failure;
       }

@@ -5,6 +5,7 @@ import type { StreamEvent } from '../../gateway/stream-event.ts';
 import { chatRequestOf } from '../../gateway/testing.ts';
 import { type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
 import { chunkEvents } from '../openai/chunk-events.ts';
+import { ProviderError } from '../provider.ts';
 import { createSimulatorProvider } from './simulator-provider.ts';
 
 const simulator = createSimulatorProvider({ id: 'simulator', chunkIntervalMs: 0, firstTokenMs: 0 });
@@ -79,6 +80,29 @@ describe('the simulator behaves like a model', () => {
     );
     const text = events.map((event) => (event.type === 'text' ? event.text : '')).join('');
     assert.deepEqual(JSON.parse(text), value, 'streamed pieces join into the same JSON');
+  });
+
+  it('a schema it cannot fill within its budget is the request’s fault: a 400, whole, streamed or as tool arguments', async () => {
+    const huge = { type: 'array', minItems: 1_000_000_000, items: { type: 'integer' } };
+    const selfRef = {
+      $defs: { a: { type: 'object', required: ['x'], properties: { x: { $ref: '#/$defs/a' } } } },
+      $ref: '#/$defs/a',
+    };
+    const refused = (error: unknown): boolean => {
+      assert.ok(error instanceof ProviderError, String(error));
+      assert.equal(error.status, 400);
+      assert.equal(error.clientFault, true);
+      assert.match(error.message, /JSON schema asks for more than the model generates/);
+      return true;
+    };
+    const format = (schema: unknown) =>
+      request({
+        responseFormat: { type: 'json_schema', json_schema: { name: 'x', schema } },
+      } as Partial<ChatRequest>);
+    await assert.rejects(complete(format(huge)), refused);
+    await assert.rejects(streamed(format(selfRef)), refused);
+    const tool = { type: 'function' as const, function: { name: 'f', parameters: selfRef } };
+    await assert.rejects(complete(request({ tools: [tool] })), refused);
   });
 
   it('streams canonical events: start, the text, the finish reason, the usage; a tool call as tool events', async () => {

@@ -1,7 +1,7 @@
 import { hash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decode, encode } from 'gpt-tokenizer';
-import { countPromptTokens, countTextTokens } from '../../gateway/count-tokens.ts';
+import { countPromptTokensYielding, countTextTokens } from '../../gateway/count-tokens.ts';
 import type {
   ChatChunk,
   ChatCompletion,
@@ -20,7 +20,7 @@ import {
   type ProviderCall,
   ProviderError,
 } from '../provider.ts';
-import { schemaInstance } from './schema-instance.ts';
+import { SchemaBudgetError, schemaInstance } from './schema-instance.ts';
 
 const WORDS = (
   'the gateway answers every request with care and counts each token it sends so that the ledger stays exact ' +
@@ -55,7 +55,7 @@ export function createSimulatorProvider(options: {
     async complete(call) {
       await pause(options.firstTokenMs, call.signal);
       const answer = compose(call.request);
-      const promptTokens = countPromptTokens(call.request.messages, call.request.tools);
+      const promptTokens = await promptTokensOf(call);
       const completion: ChatCompletion = {
         id: `chatcmpl-sim${nextId()}`,
         object: 'chat.completion',
@@ -71,7 +71,9 @@ export function createSimulatorProvider(options: {
               refusal: null,
             },
             logprobs:
-              wantsLogprobs(call.request) && !answer.toolCall ? logprobsOf(answer.text, call.request) : null,
+              wantsLogprobs(call.request) && !answer.toolCall
+                ? logprobsOf(answer.text, call.request, MAX_LOGPROB_TOKENS)
+                : null,
             finish_reason: answer.finishReason,
           },
         ],
@@ -87,7 +89,7 @@ export function createSimulatorProvider(options: {
       // The same chunks as canonical events; those due at the same moment in one batch, as on the fast path.
       let batch: EventBatch = [];
       let started = false;
-      for (const step of plan(call, options)) {
+      for (const step of plan(call, options, begin(call, await promptTokensOf(call)))) {
         if (step.afterMs > 0 && batch.length > 0) {
           yield batch;
           batch = [];
@@ -98,7 +100,8 @@ export function createSimulatorProvider(options: {
       }
       yield batch;
     },
-    passThrough: (call) => passThrough(passPlan(call, options), call.signal),
+    passThrough: async (call) =>
+      passThrough(passPlan(call, options, await promptTokensOf(call)), call.signal),
     async close() {},
   };
 }
@@ -124,10 +127,17 @@ interface Begun {
   base: ChunkBase;
 }
 
-function begin(call: ProviderCall): Begun {
+/**
+ * The prompt's tokens, counted as admission counts them: a long prompt (a quarter of a million tokens take
+ * hundreds of milliseconds) is counted in slices that let the event loop turn.
+ */
+const promptTokensOf = (call: ProviderCall): number | Promise<number> =>
+  countPromptTokensYielding(call.request.messages, call.request.tools, Number.POSITIVE_INFINITY);
+
+function begin(call: ProviderCall, promptTokens: number): Begun {
   return {
     answer: compose(call.request),
-    promptTokens: countPromptTokens(call.request.messages, call.request.tools),
+    promptTokens,
     base: {
       id: `chatcmpl-sim${nextId()}`,
       object: 'chat.completion.chunk',
@@ -149,7 +159,7 @@ const usageChunk = (base: ChunkBase, answer: Answer, promptTokens: number): Chat
 });
 
 /** The chunks the simulator streams for `call` as parsed chunks, in order, with their pace. */
-function plan(call: ProviderCall, options: PlanOptions, begun: Begun = begin(call)): Step[] {
+function plan(call: ProviderCall, options: PlanOptions, begun: Begun): Step[] {
   const { answer, promptTokens, base } = begun;
   const chunk = (
     delta: ChatChunk['choices'][number]['delta'],
@@ -176,11 +186,16 @@ function plan(call: ProviderCall, options: PlanOptions, begun: Begun = begin(cal
     );
   } else {
     const logprobs = wantsLogprobs(call.request);
+    let logprobTokens = MAX_LOGPROB_TOKENS;
     const text = new Pieces(answer.text, call.request.responseFormat !== undefined);
     for (let index = 0; index < text.count; index++) {
       const piece = text.next();
       const next = chunk(index === 0 ? { role: 'assistant', content: piece } : { content: piece });
-      if (logprobs) next.choices[0]!.logprobs = logprobsOf(piece, call.request);
+      if (logprobs) {
+        const given = logprobsOf(piece, call.request, logprobTokens);
+        logprobTokens -= given.content.length;
+        next.choices[0]!.logprobs = given;
+      }
       add(next, index === 0 ? options.firstTokenMs : options.chunkIntervalMs);
     }
   }
@@ -240,9 +255,9 @@ interface PassPlan {
  * The pass-through plan: text answers' chunks as bytes (see rawChunks), made as they are due; tool calls and
  * logprobs (rare) as the parsed chunks `plan` makes, all at once.
  */
-function passPlan(call: ProviderCall, options: PlanOptions): PassPlan {
-  const begun = begin(call);
-  const { answer, promptTokens, base } = begun;
+function passPlan(call: ProviderCall, options: PlanOptions, promptTokens: number): PassPlan {
+  const begun = begin(call, promptTokens);
+  const { answer, base } = begun;
   if (answer.toolCall !== undefined || wantsLogprobs(call.request)) {
     const steps = plan(call, options, begun);
     let at = 0;
@@ -409,7 +424,9 @@ function compose(request: ChatRequest): Answer {
   const last = request.messages.at(-1);
   const tool = pickTool(request, last?.role === 'tool');
   if (tool) {
-    const args = JSON.stringify(schemaInstance(tool.function.parameters ?? { type: 'object' }));
+    const args = JSON.stringify(
+      instanceOf(tool.function.parameters ?? { type: 'object' }, 'the tool’s parameters'),
+    );
     const toolCall: ToolCall = {
       id: `call_${nextId()}`,
       type: 'function',
@@ -429,7 +446,8 @@ function compose(request: ChatRequest): Answer {
   text = text[0]!.toUpperCase() + text.slice(1);
   const format = request.responseFormat;
   if (format?.type === 'json_object') text = JSON.stringify({ answer: text });
-  else if (format?.type === 'json_schema') text = JSON.stringify(schemaInstance(format.json_schema.schema));
+  else if (format?.type === 'json_schema')
+    text = JSON.stringify(instanceOf(format.json_schema.schema, 'the response format’s'));
   let finishReason: FinishReason = 'stop';
   if (request.stop) text = cutAtStop(text, request.stop);
   let tokens = encode(text);
@@ -439,6 +457,23 @@ function compose(request: ChatRequest): Answer {
     finishReason = 'length';
   }
   return { text, toolCall: undefined, finishReason, completionTokens: tokens.length };
+}
+
+/**
+ * An instance of a schema the request sent; one the simulator cannot fill within its budget is the request's
+ * fault, answered as an upstream answers a schema it refuses: a 400.
+ */
+function instanceOf(schema: unknown, whose: string): unknown {
+  try {
+    return schemaInstance(schema);
+  } catch (error) {
+    if (!(error instanceof SchemaBudgetError)) throw error;
+    throw new ProviderError(
+      'status',
+      `${whose} JSON schema asks for more than the model generates: ${error.message}`,
+      { status: 400, cause: error },
+    );
+  }
 }
 
 /** The text up to the first stop sequence it contains (the sequence itself is not sent, as upstreams do). */
@@ -463,21 +498,36 @@ function pickTool(request: ChatRequest, afterToolResult: boolean): ToolDefinitio
 
 const wantsLogprobs = (request: ChatRequest): boolean => request.body['logprobs'] === true;
 
-/** The `logprobs` object of a choice: one entry per token, with `top_logprobs` alternatives when asked. */
-function logprobsOf(text: string, request: ChatRequest): { content: unknown[]; refusal: null } {
+/**
+ * The tokens of one answer that get logprobs: each costs `top_logprobs` + 1 objects, and a 64 KiB JSON answer
+ * with 20 alternatives made 11 MB and held the event loop for a second. Short answers are covered whole.
+ */
+const MAX_LOGPROB_TOKENS = 256;
+
+/**
+ * The `logprobs` object of a choice: one entry per token (the first `limit` tokens), with `top_logprobs`
+ * alternatives when asked.
+ */
+function logprobsOf(
+  text: string,
+  request: ChatRequest,
+  limit: number,
+): { content: unknown[]; refusal: null } {
   const topRaw = request.body['top_logprobs'];
   const top = typeof topRaw === 'number' && Number.isInteger(topRaw) ? Math.min(Math.max(topRaw, 0), 20) : 0;
-  const content = encode(text).map((id, index) => {
-    const token = decode([id]);
-    const entry = (candidate: string, rank: number) => ({
-      token: candidate,
-      logprob: -(0.01 + ((index * 13 + rank * 7) % 50) / 100) - rank,
-      bytes: [...Buffer.from(candidate)],
+  const content = encode(text)
+    .slice(0, Math.max(0, limit))
+    .map((id, index) => {
+      const token = decode([id]);
+      const entry = (candidate: string, rank: number) => ({
+        token: candidate,
+        logprob: -(0.01 + ((index * 13 + rank * 7) % 50) / 100) - rank,
+        bytes: [...Buffer.from(candidate)],
+      });
+      const alternatives = [];
+      for (let rank = 0; rank < top; rank++)
+        alternatives.push(entry(rank === 0 ? token : WORDS[(index + rank) % WORDS.length]!, rank));
+      return { ...entry(token, 0), top_logprobs: alternatives };
     });
-    const alternatives = [];
-    for (let rank = 0; rank < top; rank++)
-      alternatives.push(entry(rank === 0 ? token : WORDS[(index + rank) % WORDS.length]!, rank));
-    return { ...entry(token, 0), top_logprobs: alternatives };
-  });
   return { content, refusal: null };
 }

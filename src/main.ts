@@ -82,11 +82,17 @@ async function main(): Promise<void> {
   let draining = false;
   /** The listens under way: a drain waits for them, so it closes servers that are listening. */
   let listening: Promise<string> = Promise.resolve('');
+  /** Ends the process now; settlements still waiting go to the spool first (written synchronously). */
+  const exitNow = (why: string): void => {
+    const spooled = services.settlements.spoolNow();
+    logger.warn({ spooled }, why);
+    process.exit(1);
+  };
   const drain = (signal: string, exitCode = 0): void => {
     if (draining) return;
     draining = true;
-    logger.info({ signal }, 'draining in-flight requests');
-    const force = setTimeout(() => process.exit(1), 30_000);
+    logger.info({ signal }, 'draining in-flight requests (send the signal again to exit now)');
+    const force = setTimeout(() => exitNow('the drain did not finish within 30 s: exiting now'), 30_000);
     force.unref();
     listening
       .catch(() => undefined)
@@ -105,7 +111,10 @@ async function main(): Promise<void> {
   installFaultPolicy({ logger, metrics: services.metrics, stop: drain });
   // A signal that came during start-up: drain (nothing was accepted) rather than start listening.
   if (requested) return drain(requested.signal, requested.exitCode);
-  stop = drain;
+  stop = (signal, exitCode) => {
+    if (draining) exitNow(`second ${signal} while draining: exiting now`);
+    else drain(signal, exitCode);
+  };
 
   const listen = async (): Promise<string> => {
     const address = await app.listen({ port: config.port, host: config.host });

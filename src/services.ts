@@ -144,8 +144,11 @@ export function createServices(options: ServicesOptions): Services {
     },
   });
   store.db.onAvailability = (available, error) => {
-    if (available) logger.info('the database answers again: requests are served, waiting settlements commit');
-    else
+    if (available) {
+      logger.info('the database answers again: requests are served, waiting settlements commit');
+      // Settlements waiting out a backoff commit now rather than when their timer ends.
+      settlements.retryNow();
+    } else
       logger.error(
         { err: error },
         'the database is unreachable: requests that need it answer 503 until it returns',
@@ -158,7 +161,9 @@ export function createServices(options: ServicesOptions): Services {
     spoolPath: options.spoolPath ?? defaultSpoolPath(config.databaseUrl),
     holdRows: holds.rowsInStore,
     maxBatch: settlementBatchSize(store.db.capabilities),
+    retryReport: metrics.retryReport,
   });
+  holds.retryReport = metrics.retryReport;
   settlements.onSettled = (batch, charged) => {
     holds.settled(
       batch.map((settlement) => settlement.requestId),
@@ -175,6 +180,7 @@ export function createServices(options: ServicesOptions): Services {
   limiter.onFailure?.((kind) => metrics.limiterFailures.inc({ kind }));
 
   const scheduler = new Scheduler(store, clock, logger);
+  scheduler.retryReport = metrics.retryReport;
   const dispatcher = new WebhookDispatcher({
     store,
     clock,
@@ -186,6 +192,7 @@ export function createServices(options: ServicesOptions): Services {
     ...(options.webhookPollMs !== undefined ? { pollMs: options.webhookPollMs } : {}),
     ...(options.webhookResolve ? { resolve: options.webhookResolve } : {}),
   });
+  dispatcher.retryReport = metrics.retryReport;
   const stripe = config.stripe
     ? createStripeClient({
         secretKey: config.stripe.secretKey,

@@ -1,3 +1,4 @@
+import type { RetryReport } from '../shared/retry-episode.ts';
 import { KEY_ROOM_QUERY, type KeyRoomRow, toKeyRoom } from '../store/key-spend.ts';
 import type { SettledAccounts } from '../store/ledger-repo.ts';
 import type { KeyBudget, Settlement } from '../store/records.ts';
@@ -46,6 +47,8 @@ export interface HoldBook {
   start?(charge: (settlement: Settlement) => void): Promise<void>;
   /** A clean stop, after every settlement committed: releases what this instance still holds. */
   close?(): Promise<void>;
+  /** Where the book's retry loops (heartbeat, releases) are counted. */
+  retryReport?: RetryReport;
 }
 
 /** The book for the store: durable, row-locked holds on a shared database; in-process holds on SQLite. */

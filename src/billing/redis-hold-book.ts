@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RedisScript, type RedisClient } from '../limits/redis-limiter.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
+import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
 import type { LedgerRepo, SettledAccounts } from '../store/ledger-repo.ts';
 import type { KeyBudget, Settlement } from '../store/records.ts';
 import type { HoldBook } from './hold-book.ts';
@@ -29,6 +30,9 @@ export const REDIS_HEARTBEAT_MS = 1_000;
  * put back its running requests' holds first (each checks the generation on every heartbeat).
  */
 export const REASSERT_FENCE_MS = 3 * REDIS_HEARTBEAT_MS;
+/** Backoff of the heartbeat and of settlements' releases while Redis fails them. */
+const HEARTBEAT_BACKOFF = { initialMs: REDIS_HEARTBEAT_MS, maxMs: 5_000 };
+const SETTLE_BACKOFF = { initialMs: REDIS_HEARTBEAT_MS, maxMs: 30_000 };
 /** A refused hold reads the ledger again (a top-up may have landed) at most this often per account. */
 const SHORT_REREAD_MS = 1_000;
 
@@ -84,6 +88,11 @@ export class RedisHoldBook implements HoldBook {
   #fenceUntil = 0;
   #timer: NodeJS.Timeout | undefined;
   #beating: Promise<void> | undefined;
+  /** While heartbeats or settlements' releases fail: no try before these times (backoff). */
+  #beatAt = 0;
+  #settleAt = 0;
+  readonly #beatRetry: RetryEpisode;
+  readonly #settleRetry: RetryEpisode;
 
   constructor(options: RedisHoldBookOptions) {
     this.#redis = options.redis;
@@ -92,6 +101,26 @@ export class RedisHoldBook implements HoldBook {
     this.#prefix = options.prefix ?? 'tg';
     this.#charge = options.charge;
     this.instanceId = `inst_${randomUUID()}`;
+    this.#beatRetry = new RetryEpisode({
+      loop: 'redis-hold-heartbeat',
+      logger: this.#logger,
+      policy: HEARTBEAT_BACKOFF,
+      message: 'the hold heartbeat fails (lease, generation check, put-back, dead instances)',
+      recovered: 'the hold heartbeat succeeds again',
+    });
+    this.#settleRetry = new RetryEpisode({
+      loop: 'redis-hold-settle',
+      logger: this.#logger,
+      policy: SETTLE_BACKOFF,
+      message: 'settled holds not released in Redis yet (the ledger has the charges; the holds cover them)',
+      recovered: 'settled holds are released in Redis again',
+    });
+  }
+
+  /** Counts the heartbeat's and releases' retries in the metric. */
+  set retryReport(report: RetryReport) {
+    this.#beatRetry.report = report;
+    this.#settleRetry.report = report;
   }
 
   #keys(accountId: string): string[] {
@@ -244,7 +273,8 @@ export class RedisHoldBook implements HoldBook {
       void this.#applySettle({ accountId, requestIds, charged: charged.get(accountId) });
   }
 
-  async #applySettle(pending: PendingSettle): Promise<void> {
+  /** Applies one account's settled batch in Redis; on failure keeps it for a later try (backoff). */
+  async #applySettle(pending: PendingSettle): Promise<'done' | 'outage' | 'failed'> {
     const { charged } = pending;
     try {
       await settleScript.run(this.#redis, this.#keys(pending.accountId), [
@@ -257,9 +287,28 @@ export class RedisHoldBook implements HoldBook {
       ]);
     } catch (error) {
       // The ledger has the charge; Redis still holds the requests' credit (which covers it) until this is
-      // applied on a later heartbeat.
-      this.#logger.debug({ err: error }, 'settled holds not released in Redis yet; retrying');
+      // applied on a later heartbeat, after a backoff: an error Redis gives every time must not be a storm.
       this.#unapplied.push(pending);
+      const delay = this.#settleRetry.failed(error, isOutage(error), { pending: this.#unapplied.length });
+      this.#settleAt = Math.max(this.#settleAt, Date.now() + delay);
+      return isOutage(error) ? 'outage' : 'failed';
+    }
+    this.#settleRetry.succeeded();
+    return 'done';
+  }
+
+  /**
+   * Tries the releases that failed, once each, oldest first; stops at the first that fails while Redis is
+   * away (the rest would fail the same way). Whatever fails waits for the next round.
+   */
+  async #retryUnapplied(): Promise<void> {
+    const unapplied = this.#unapplied;
+    this.#unapplied = [];
+    for (let i = 0; i < unapplied.length; i++) {
+      if ((await this.#applySettle(unapplied[i]!)) === 'outage') {
+        this.#unapplied.push(...unapplied.slice(i + 1));
+        return;
+      }
     }
   }
 
@@ -284,19 +333,32 @@ export class RedisHoldBook implements HoldBook {
       this.#logger.warn({ err: error }, 'the hold store is not reachable yet'),
     );
     this.#timer = setInterval(() => {
-      this.#beating ??= this.#beat()
-        .catch((error: unknown) => this.#logger.debug({ err: error }, 'hold heartbeat failed'))
-        .finally(() => (this.#beating = undefined));
+      if (Date.now() >= this.#beatAt) this.beatNow();
     }, REDIS_HEARTBEAT_MS);
     this.#timer.unref();
   }
 
+  /**
+   * A heartbeat now, unless one is under way (Redis just answered again: the lease, the generation check and
+   * the waiting releases need not wait for the next tick or the backoff). A failed one backs off.
+   */
+  beatNow(): void {
+    if (!this.#timer) return;
+    this.#beating ??= this.#beat()
+      .then(
+        () => this.#beatRetry.succeeded(),
+        (error: unknown) => {
+          this.#beatAt = Date.now() + this.#beatRetry.failed(error, isOutage(error));
+        },
+      )
+      .finally(() => (this.#beating = undefined));
+  }
+
   async #beat(): Promise<void> {
     await this.#redis.zadd(this.#instances, Date.now() + REDIS_LEASE_MS, this.instanceId);
+    this.#beatAt = 0;
     await this.#checkGeneration();
-    const unapplied = this.#unapplied;
-    this.#unapplied = [];
-    for (const pending of unapplied) await this.#applySettle(pending);
+    if (this.#unapplied.length > 0 && Date.now() >= this.#settleAt) await this.#retryUnapplied();
     await this.releaseDeadInstances(Date.now());
   }
 
@@ -385,9 +447,13 @@ export class RedisHoldBook implements HoldBook {
   /** A clean stop, after every settlement committed: what this instance still holds is released now. */
   async close(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
     await this.#beating;
     try {
-      for (const pending of this.#unapplied) await this.#applySettle(pending);
+      // Once each: a release that fails again is left to this instance's lease, never retried in a loop.
+      await this.#retryUnapplied();
+      if (this.#unapplied.length > 0)
+        throw new Error(`${this.#unapplied.length} settled batches not released`);
       await this.#releaseInstance(this.instanceId, '');
       await this.#redis.zrem(this.#instances, this.instanceId);
     } catch (error) {
@@ -397,6 +463,11 @@ export class RedisHoldBook implements HoldBook {
       );
     }
   }
+}
+
+/** Redis being away (refused, closed, timed out), as opposed to an error it answers with (a script's). */
+function isOutage(error: unknown): boolean {
+  return isRedisFailure(error) && (error as Error | undefined)?.name !== 'ReplyError';
 }
 
 /** An error of Redis itself (connection, timeout, reply), as opposed to the ledger's. */

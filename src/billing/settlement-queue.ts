@@ -1,8 +1,10 @@
-import { appendFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { LedgerRepo, SettledAccounts } from '../store/ledger-repo.ts';
 import { type DbCapabilities, StoreUnavailableError } from '../store/db.ts';
 import type { Settlement } from '../store/records.ts';
+import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
 
 /**
  * The most settlements one commit takes. PostgreSQL settles a batch in a fixed number of set-based statements,
@@ -12,7 +14,9 @@ import type { Settlement } from '../store/records.ts';
 export function settlementBatchSize(capabilities: DbCapabilities): number {
   return capabilities.setBasedSettlement ? 1024 : 256;
 }
-const RETRY_MS = 500;
+/** The first wait before a failed batch is tried again; it doubles (with jitter) up to RETRY_MAX_MS. */
+const RETRY_MS = 250;
+const RETRY_MAX_MS = 5_000;
 /** How long a batch gathers before it commits, unless it fills first. */
 export const SETTLEMENT_WINDOW_MS = 10;
 
@@ -23,8 +27,10 @@ export interface SettlementQueueOptions {
   holdRows?: boolean;
   /** The gathering window; 0 commits on the next event-loop turn. */
   windowMs?: number;
-  /** The wait before a failed batch is tried again. */
+  /** The first wait before a failed batch is tried again (it grows while the batches keep failing). */
   retryMs?: number;
+  /** Where the retries are counted. */
+  retryReport?: RetryReport;
   /** The most settlements one commit takes (`settlementBatchSize` of the store); 256 when unset. */
   maxBatch?: number;
 }
@@ -47,10 +53,9 @@ export class SettlementQueue {
   readonly #spoolPath: string | undefined;
   readonly #holdRows: boolean;
   readonly #windowMs: number;
-  readonly #retryMs: number;
   readonly #maxBatch: number;
-  /** Since when batches fail (their settlements wait in memory and are retried), or undefined. */
-  #failingSince: number | undefined;
+  /** While batches fail (their settlements wait in memory and are retried with backoff). */
+  readonly #retry: RetryEpisode;
   /** Called after each committed batch (the hold book releases the batch's holds), with what it charged. */
   onSettled: ((batch: readonly Settlement[], charged: SettledAccounts) => void) | undefined;
 
@@ -60,8 +65,29 @@ export class SettlementQueue {
     this.#spoolPath = options.spoolPath;
     this.#holdRows = options.holdRows ?? true;
     this.#windowMs = options.windowMs ?? SETTLEMENT_WINDOW_MS;
-    this.#retryMs = options.retryMs ?? RETRY_MS;
     this.#maxBatch = options.maxBatch ?? 256;
+    this.#retry = new RetryEpisode({
+      loop: 'settlements',
+      logger,
+      policy: { initialMs: options.retryMs ?? RETRY_MS, maxMs: Math.max(options.retryMs ?? 0, RETRY_MAX_MS) },
+      report: options.retryReport,
+      message: 'settlement batches fail; their settlements wait in memory',
+      recovered: 'settlements commit again',
+    });
+  }
+
+  /** Counts the retries in the metric (the queue is built before the metrics are handed out). */
+  set retryReport(report: RetryReport) {
+    this.#retry.report = report;
+  }
+
+  /**
+   * The database answers again: a batch waiting out its backoff is tried now rather than when its timer ends.
+   */
+  retryNow(): void {
+    if (!this.#retryTimer) return;
+    this.#clearRetry();
+    void this.#commitNow();
   }
 
   get pending(): number {
@@ -106,14 +132,24 @@ export class SettlementQueue {
     this.#clearRetry();
     await this.flush();
     this.#clearRetry(); // a batch that failed just now would be retried after the store has closed
-    if (this.#pending.length > 0 && this.#spoolPath) {
-      appendFileSync(this.#spoolPath, this.#pending.map((s) => JSON.stringify(s)).join('\n') + '\n');
-      this.#logger.error(
-        { count: this.#pending.length, spool: this.#spoolPath },
-        'settlements spooled to disk; they are applied at the next start',
-      );
-      this.#pending = [];
-    }
+    this.spoolNow();
+  }
+
+  /**
+   * Writes what waits to the spool file now, synchronously (a forced exit calls it last); returns how many.
+   * A batch whose commit is under way is written too: the replay of a committed settlement changes nothing.
+   */
+  spoolNow(): number {
+    const count = this.#pending.length;
+    if (count === 0 || !this.#spoolPath) return 0;
+    mkdirSync(dirname(this.#spoolPath), { recursive: true });
+    appendFileSync(this.#spoolPath, this.#pending.map((s) => JSON.stringify(s)).join('\n') + '\n');
+    this.#logger.error(
+      { count, spool: this.#spoolPath },
+      'settlements spooled to disk; they are applied at the next start',
+    );
+    this.#pending = [];
+    return count;
   }
 
   /** The gathering window ended: the commit starts in the timer's own callback, on nobody's stack. */
@@ -138,24 +174,18 @@ export class SettlementQueue {
         try {
           charged = await this.#ledger.settle(batch, { holdRows: this.#holdRows });
         } catch (error) {
-          // One line per failing streak, not per retry: an unreachable database is already logged by the
-          // store, anything else here. The settlements wait, in memory and at shutdown in the spool.
-          if (this.#failingSince === undefined && !(error instanceof StoreUnavailableError))
-            this.#logger.error({ err: error, count: batch.length }, 'settlement batch failed; retrying');
-          this.#failingSince ??= Date.now();
+          // One line per failing streak, not per retry; a batch the database refuses by itself (not an
+          // outage) is an error someone must look at. The settlements wait, in memory and at shutdown in the spool.
+          const delay = this.#retry.failed(error, error instanceof StoreUnavailableError, {
+            pending: this.#pending.length,
+          });
           this.#retryTimer = setTimeout(() => {
             this.#retryTimer = undefined;
             void this.#commitNow();
-          }, this.#retryMs);
+          }, delay);
           return;
         }
-        if (this.#failingSince !== undefined) {
-          this.#logger.info(
-            { waitedMs: Date.now() - this.#failingSince, pending: this.#pending.length },
-            'settlements commit again',
-          );
-          this.#failingSince = undefined;
-        }
+        this.#retry.succeeded({ pending: this.#pending.length - batch.length });
         this.#pending.splice(0, batch.length);
         this.onSettled?.(batch, charged);
       }

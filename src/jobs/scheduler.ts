@@ -4,6 +4,7 @@ import type { Clock } from '../shared/ids.ts';
 import type { Store } from '../store/store.ts';
 import { StoreUnavailableError } from '../store/db.ts';
 import { DAY_MS } from '../shared/time.ts';
+import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
 
 export interface Job {
   name: string;
@@ -21,7 +22,8 @@ export const HEARTBEAT_MS = 10_000;
 
 /**
  * Runs background jobs on a timer. Each round first takes the job's lease in the store, so with several
- * instances a job runs on one of them at a time; a crashed holder's lease simply runs out.
+ * instances a job runs on one of them at a time; a crashed holder's lease simply runs out, and a clean stop
+ * gives its leases back. A job that keeps failing skips rounds on a backoff (up to 10 times its period).
  */
 export class Scheduler {
   readonly #owner = `instance-${randomBytes(6).toString('hex')}`;
@@ -30,6 +32,8 @@ export class Scheduler {
   readonly #store: Store;
   readonly #clock: Clock;
   readonly #logger: Logger;
+  readonly #retries = new Map<string, { episode: RetryEpisode; notBefore: number }>();
+  #report: RetryReport | undefined;
   #stopped = false;
 
   constructor(store: Store, clock: Clock, logger: Logger) {
@@ -38,8 +42,25 @@ export class Scheduler {
     this.#logger = logger;
   }
 
+  /** Counts the jobs' retries in the metric. */
+  set retryReport(report: RetryReport) {
+    this.#report = report;
+    for (const { episode } of this.#retries.values()) episode.report = report;
+  }
+
   start(jobs: readonly Job[]): void {
     for (const job of jobs) {
+      this.#retries.set(job.name, {
+        notBefore: 0,
+        episode: new RetryEpisode({
+          loop: `job:${job.name}`,
+          logger: this.#logger,
+          policy: { initialMs: job.everyMs, maxMs: job.everyMs * 10 },
+          report: this.#report,
+          message: `background job ${job.name} fails`,
+          recovered: `background job ${job.name} succeeds again`,
+        }),
+      });
       const tick = (): void => this.kick(job);
       const timer = setInterval(tick, job.everyMs);
       timer.unref();
@@ -50,7 +71,7 @@ export class Scheduler {
 
   /** Runs a round of the job now, besides its timer (work was just queued); stop() waits for it. */
   kick(job: Job): void {
-    if (this.#stopped) return;
+    if (this.#stopped || this.#clock() < (this.#retries.get(job.name)?.notBefore ?? 0)) return;
     const round = this.runOnce(job).finally(() => this.#running.delete(round));
     this.#running.add(round);
   }
@@ -69,19 +90,38 @@ export class Scheduler {
         ));
       if (!leased) return false;
       await job.run();
+      this.#retries.get(job.name)?.episode.succeeded();
       return true;
     } catch (error) {
-      // An unreachable database is logged once per outage by the store; the job runs again next time.
-      if (!(error instanceof StoreUnavailableError))
+      // Logged once per episode (an unreachable database also once per outage by the store); rounds are
+      // skipped on a backoff meanwhile.
+      const retry = this.#retries.get(job.name);
+      if (retry) {
+        const delay = retry.episode.failed(error, error instanceof StoreUnavailableError, { job: job.name });
+        retry.notBefore = this.#clock() + delay - job.everyMs;
+      } else if (!(error instanceof StoreUnavailableError))
         this.#logger.error({ err: error, job: job.name }, 'background job failed');
       return false;
     }
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops the timers, waits for the rounds under way (at most `waitMs`: a round stuck on an unreachable
+   * database must not hold a stop), then gives back this instance's leases so another instance (or this one
+   * restarted) runs the jobs at once instead of after the lease runs out.
+   */
+  async stop(waitMs = 10_000): Promise<void> {
     this.#stopped = true;
     for (const timer of this.#timers) clearInterval(timer);
-    await Promise.all(this.#running);
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
+    await Promise.race([Promise.all(this.#running), timedOut]);
+    clearTimeout(timer);
+    await this.#store.system
+      .releaseLeases(this.#owner)
+      .catch((error: unknown) =>
+        this.#logger.warn({ err: error }, 'could not give back the job leases; they run out instead'),
+      );
   }
 }
 

@@ -55,9 +55,13 @@ export class RedisLimiter implements Limiter {
   /** Seeds being read, per subject and day: concurrent admissions of one key read the ledger once. */
   readonly #seeding = new Map<string, Promise<number>>();
 
-  constructor(redis: RedisClient, prefix = 'tg') {
+  readonly #whenDown: (() => void) | undefined;
+
+  /** `whenDown` is told each time an admission finds the client not connected (it may reconnect at once). */
+  constructor(redis: RedisClient, prefix = 'tg', whenDown?: () => void) {
     this.#redis = redis;
     this.#prefix = prefix;
+    this.#whenDown = whenDown;
   }
 
   /**
@@ -161,7 +165,9 @@ export class RedisLimiter implements Limiter {
   }
 
   healthy(): boolean {
-    return this.#redis.status === 'ready';
+    if (this.#redis.status === 'ready') return true;
+    this.#whenDown?.();
+    return false;
   }
 
   async close(): Promise<void> {}

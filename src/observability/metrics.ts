@@ -1,4 +1,5 @@
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RetryReport } from '../shared/retry-episode.ts';
 import { CountedHistogram, type HistogramSeries } from './counted-histogram.ts';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -66,6 +67,26 @@ export class Metrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+
+  readonly retries = new Counter({
+    name: 'tollgate_retries_total',
+    help: 'Failed tries of background work that will be tried again after a backoff, by loop',
+    labelNames: ['loop'] as const,
+    registers: [this.registry],
+  });
+
+  readonly retryFailing = new Gauge({
+    name: 'tollgate_retry_failing',
+    help: '1 while a background loop keeps failing (an episode of retries), 0 once it succeeds again',
+    labelNames: ['loop'] as const,
+    registers: [this.registry],
+  });
+
+  /** The retry loops' counts go to the two series above. */
+  readonly retryReport: RetryReport = {
+    retried: (loop) => this.retries.inc({ loop }),
+    failing: (loop, failing) => this.retryFailing.set({ loop }, failing ? 1 : 0),
+  };
 
   /** Labelled series of finished requests, by model, provider and outcome: found once, then reused. */
   readonly #outcomes = new Map<string, OutcomeSeries>();

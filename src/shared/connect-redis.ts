@@ -7,6 +7,7 @@ import type { Limiter } from '../limits/limiter.ts';
 import { type RedisClient, RedisLimiter } from '../limits/redis-limiter.ts';
 import { ResilientLimiter } from '../limits/resilient-limiter.ts';
 import type { Bus } from './bus.ts';
+import { promptReconnect, redisRetryStrategy } from './prompt-reconnect.ts';
 import { createRedisBus } from './redis-bus.ts';
 
 export interface RedisBackends {
@@ -73,7 +74,7 @@ export function connectRedis(
       'Redis is unreachable: limits follow the failure policy and invalidations wait until it returns',
     );
   };
-  const retryStrategy = (times: number): number => Math.min(100 * times, 2_000);
+  const retryStrategy = redisRetryStrategy;
   const client = createRedisClient(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
@@ -83,7 +84,10 @@ export function connectRedis(
   const subscriber = createRedisClient(url, { maxRetriesPerRequest: null, retryStrategy });
   client.on('error', lost);
   subscriber.on('error', lost);
+  let book: RedisHoldBook | undefined;
   client.on('ready', () => {
+    // The hold lease, the generation check and releases that waited: at once, not at the next heartbeat.
+    book?.beatNow();
     if (!down) return;
     down = false;
     logger.info('Redis answers again: limits are shared again');
@@ -96,9 +100,13 @@ export function connectRedis(
     subscriber.disconnect();
   };
   return {
-    limiter: new ResilientLimiter(new RedisLimiter(client, keyPrefix), policy, logger),
+    limiter: new ResilientLimiter(
+      new RedisLimiter(client, keyPrefix, promptReconnect(client)),
+      policy,
+      logger,
+    ),
     bus,
-    holds: (ledger) => new RedisHoldBook({ redis: client, ledger, logger, prefix: keyPrefix }),
+    holds: (ledger) => (book = new RedisHoldBook({ redis: client, ledger, logger, prefix: keyPrefix })),
     async ready(timeoutMs) {
       if (client.status === 'ready') return true;
       return new Promise<boolean>((resolve) => {

@@ -33,4 +33,9 @@ export class SystemRepo {
     );
     return changed === 1;
   }
+
+  /** Gives back every lease `owner` holds: whoever asks next takes it at once. */
+  async releaseLeases(owner: string): Promise<number> {
+    return this.#db.run('UPDATE leases SET until_at = 0 WHERE owner = $1', [owner]);
+  }
 }

@@ -8,6 +8,7 @@ import { DEFAULT_RETRY_DELAYS_MS, nextAttemptAt } from './retry-schedule.ts';
 import { signPayload } from './sign-payload.ts';
 import { createGuardedLookup, isAllowedPort, type Resolve } from './url-guard.ts';
 import { StoreUnavailableError } from '../store/db.ts';
+import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
 
 export interface DispatcherOptions {
   store: Store;
@@ -40,6 +41,9 @@ export class WebhookDispatcher {
   #running: Promise<void> | undefined;
   #again = false;
   #stopped = false;
+  /** While rounds fail (the outbox cannot be read): polls are skipped until this time. */
+  #notBefore = 0;
+  #retry: RetryEpisode;
 
   constructor(options: DispatcherOptions) {
     this.#o = {
@@ -56,10 +60,24 @@ export class WebhookDispatcher {
       },
       keepAliveTimeout: 10_000,
     });
+    this.#retry = new RetryEpisode({
+      loop: 'webhook-outbox',
+      logger: options.logger,
+      policy: { initialMs: this.#o.pollMs, maxMs: Math.max(this.#o.pollMs, 30_000) },
+      message: 'the webhook outbox cannot be read',
+      recovered: 'the webhook outbox is read again',
+    });
+  }
+
+  /** Counts the outbox's retries in the metric. */
+  set retryReport(report: RetryReport) {
+    this.#retry.report = report;
   }
 
   start(): void {
-    this.#timer = setInterval(() => this.nudge(), this.#o.pollMs);
+    this.#timer = setInterval(() => {
+      if (this.#o.clock() >= this.#notBefore) this.nudge();
+    }, this.#o.pollMs);
     this.#timer.unref();
     this.nudge();
   }
@@ -101,13 +119,14 @@ export class WebhookDispatcher {
           now + this.#o.timeoutMs + LEASE_MARGIN_MS,
           BATCH,
         );
+        this.#retry.succeeded();
         if (events.length === 0) return;
         await Promise.all(events.map((event) => this.#deliver(event)));
       }
     } catch (error) {
-      // An unreachable database is logged once per outage by the store; the next round tries again.
-      if (!(error instanceof StoreUnavailableError))
-        this.#o.logger.error({ err: error }, 'webhook dispatch round failed');
+      // Once per episode; polls back off meanwhile (a queued event still nudges a round at once).
+      const delay = this.#retry.failed(error, error instanceof StoreUnavailableError);
+      this.#notBefore = this.#o.clock() + delay;
     }
   }
 

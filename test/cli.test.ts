@@ -81,6 +81,7 @@ describe('the tollgate CLI', () => {
       [],
       ['start'],
       ['migrate'],
+      ['backup'],
       ['config', 'check'],
       ['operator', 'create'],
       ['operator', 'list'],

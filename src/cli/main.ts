@@ -5,6 +5,7 @@ import { CliError, EXIT } from './cli-error.ts';
 import { printable } from './terminal-text.ts';
 import { registerAccountsCommands } from './commands/accounts-commands.ts';
 import { registerAnnounceCommand, registerAnnouncementsCommands } from './commands/announce-command.ts';
+import { registerBackupCommand } from './commands/backup-command.ts';
 import { registerConfigCommands } from './commands/config-check-command.ts';
 import { registerKeysCommands } from './commands/keys-commands.ts';
 import { registerMigrateCommand } from './commands/migrate-command.ts';
@@ -17,7 +18,7 @@ const AFTER_HELP = `
 Environment:
   TOLLGATE_URL        the gateway --url defaults to (default ${DEFAULT_URL})
   TOLLGATE_ADMIN_KEY  the admin key (or an operator's API key) for the commands that call the gateway
-  DATABASE_URL, TOLLGATE_CONFIG and the gateway's other variables for start, migrate and config check
+  DATABASE_URL, TOLLGATE_CONFIG and the gateway's other variables for start, migrate, backup and config check
   NO_COLOR            no colour even on a terminal
 
 Exit codes:
@@ -40,6 +41,7 @@ export function createProgram(): Command {
     .addHelpText('after', AFTER_HELP);
   registerStartCommand(program);
   registerMigrateCommand(program);
+  registerBackupCommand(program);
   registerConfigCommands(program);
   registerOperatorCommands(program);
   registerAccountsCommands(program);

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { ownModulePath } from '../../shared/own-module.ts';
 import { CliError } from '../cli-error.ts';
 
-const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
+const MAIN = ownModulePath('../../main.ts', import.meta.url);
 const V8_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
 
 /** `tollgate start`: runs the gateway as `npm start` does, in a child process that gets our signals. */

@@ -68,6 +68,44 @@ describe('an older build on a schema a newer release migrated', () => {
   });
 });
 
+describe('a database written by a release before the contract', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tollgate-contract-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('says so loudly at start-up when accounts were registered after the last contract instance stopped', async () => {
+    const url = `sqlite:${join(dir, 'rolled-back.db')}`;
+    const db = openDb(url);
+    try {
+      await migrate(db);
+      // The last instance that knew the contract stopped ten minutes ago; an account was registered since.
+      await db.run("INSERT INTO settings (name, value) VALUES ('fleet.last_seen_at', $1)", [
+        String(Date.now() - 600_000),
+      ]);
+      await db.run(
+        "INSERT INTO accounts (id, email, password_hash, plan, created_at) VALUES ('acct_rb', 'rb@example.com', 'x', 'free_trial', $1)",
+        [Date.now()],
+      );
+    } finally {
+      await db.close();
+    }
+    const gateway = await startGatewayProcess({ DATABASE_URL: url, TOLLGATE_ADMIN_KEY: ADMIN });
+    try {
+      assert.match(gateway.output(), /WRITTEN BY A RELEASE THAT DOES NOT KNOW THE VERSION CONTRACT/);
+    } finally {
+      gateway.child.kill('SIGTERM');
+      assert.equal(await gateway.exited, 0);
+    }
+    // Started once since: the contract instance was seen after that account, so a second start is quiet.
+    const again = await startGatewayProcess({ DATABASE_URL: url, TOLLGATE_ADMIN_KEY: ADMIN });
+    again.child.kill('SIGTERM');
+    assert.equal(await again.exited, 0);
+    assert.doesNotMatch(again.output(), /DOES NOT KNOW THE VERSION CONTRACT/);
+  });
+});
+
 describe('a running instance and the leases of other releases', { skip: postgresSkip ?? false }, () => {
   let opened: OpenedBackend;
   let gateway: RunningGateway | undefined;

@@ -8,6 +8,8 @@ import { type FleetVerdict, judgeFleet } from './version-contract.ts';
 /** How often an instance renews its versioned lease and reads the others', and how long a lease lasts. */
 export const FLEET_HEARTBEAT_MS = 5_000;
 export const FLEET_LEASE_MS = 30_000;
+/** How often an instance notes that a contract release is alive (what start-up compares later writes with). */
+export const SEEN_EVERY_MS = 60_000;
 
 export interface FleetWatchOptions {
   fleet: FleetRepo;
@@ -54,6 +56,7 @@ export class FleetWatch {
   #closed = false;
   readonly #warnedPreContract = new Set<string>();
   #lastBlockers = '';
+  #seenAt = -Infinity;
   readonly #mustStop: ((reason: string) => void)[] = [];
   readonly #readable: { name: string; fn: () => void; fired: boolean }[] = [];
 
@@ -116,6 +119,10 @@ export class FleetWatch {
         oldestPeer: this.#oldestPeer,
         reads: [...this.#options.reads],
       });
+      if (now - this.#seenAt >= SEEN_EVERY_MS) {
+        await fleet.markSeen(now);
+        this.#seenAt = now;
+      }
       const peers = this.#options.singleProcess ? [] : await fleet.live(now);
       const leased = new Set(peers.map((peer) => peer.instanceId));
       const writers = this.#options.singleProcess ? [] : ((await this.#options.liveWriters?.(now)) ?? []);
@@ -186,8 +193,10 @@ export class FleetWatch {
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
     await this.#beating;
-    await this.#options.fleet
-      .end(this.instanceId)
+    const { fleet, clock } = this.#options;
+    await fleet
+      .markSeen(clock())
+      .then(() => fleet.end(this.instanceId))
       .catch((error: unknown) =>
         this.#options.logger.warn(
           { err: error },

@@ -93,6 +93,32 @@ export class FleetRepo {
     );
   }
 
+  /** Notes that an instance of a contract release was alive at `now` (at most once a minute per instance). */
+  async markSeen(now: number): Promise<void> {
+    await this.#db.run(
+      `INSERT INTO settings (name, value) VALUES ('fleet.last_seen_at', $1)
+       ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+      [String(now)],
+    );
+  }
+
+  /** When an instance of a contract release was last seen alive, if ever. */
+  async lastSeen(): Promise<number | undefined> {
+    const row = await this.#db.get<{ value: string }>(
+      "SELECT value FROM settings WHERE name = 'fleet.last_seen_at'",
+    );
+    return row ? Number(row.value) : undefined;
+  }
+
+  /** The newest account registration or usage record, whoever wrote it (ms), or undefined on an empty database. */
+  async lastActivity(): Promise<number | undefined> {
+    const row = await this.#db.get<{ accounts: number | null; usage: number | null }>(
+      `SELECT (SELECT MAX(created_at) FROM accounts) AS accounts, (SELECT MAX(created_at) FROM usage_records) AS usage`,
+    );
+    const newest = Math.max(Number(row?.accounts ?? 0), Number(row?.usage ?? 0));
+    return newest > 0 ? newest : undefined;
+  }
+
   /** Whether the database holds any account (an empty one has no earlier writer to warn about). */
   async hasAccounts(): Promise<boolean> {
     return (await this.#db.get('SELECT id FROM accounts LIMIT 1')) !== undefined;

@@ -13,12 +13,14 @@ CREATE TABLE ledger_moves (
 );
 CREATE INDEX ledger_moves_at ON ledger_moves (at);
 
+-- The tables are named in the trigger's own schema, whatever the writer's search_path.
 CREATE FUNCTION tollgate_grant_moved() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE accounts SET ledger_version = ledger_version + 1
-  WHERE id = CASE WHEN TG_OP = 'DELETE' THEN OLD.account_id ELSE NEW.account_id END;
+  EXECUTE format('UPDATE %I.accounts SET ledger_version = ledger_version + 1 WHERE id = $1', TG_TABLE_SCHEMA)
+  USING CASE WHEN TG_OP = 'DELETE' THEN OLD.account_id ELSE NEW.account_id END;
   IF TG_OP = 'UPDATE' AND NEW.account_id <> OLD.account_id THEN
-    UPDATE accounts SET ledger_version = ledger_version + 1 WHERE id = OLD.account_id;
+    EXECUTE format('UPDATE %I.accounts SET ledger_version = ledger_version + 1 WHERE id = $1', TG_TABLE_SCHEMA)
+    USING OLD.account_id;
   END IF;
   RETURN NULL;
 END
@@ -34,9 +36,9 @@ BEGIN
   IF NEW.ledger_version = OLD.ledger_version THEN
     NEW.ledger_version := OLD.ledger_version + 1;
   END IF;
-  INSERT INTO ledger_moves (account_id, version, at)
-  VALUES (NEW.id, NEW.ledger_version, CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT))
-  ON CONFLICT (account_id) DO UPDATE SET version = excluded.version, at = excluded.at;
+  EXECUTE format('INSERT INTO %I.ledger_moves (account_id, version, at) VALUES ($1, $2, $3)
+    ON CONFLICT (account_id) DO UPDATE SET version = excluded.version, at = excluded.at', TG_TABLE_SCHEMA)
+  USING NEW.id, NEW.ledger_version, CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT);
   RETURN NEW;
 END
 $$;

@@ -25,19 +25,19 @@ export async function checkSchemaBeforeStart(
   const { logger, force } = options;
   const release = options.release ?? RELEASE_VERSION;
   const status = await migrationStatus(db);
-  if (status.unknown.length > 0) {
-    const oldest = await new FleetRepo(db).oldestRelease();
-    const newer = status.unknown.map((m) => m.version);
-    if (oldest !== undefined && compareReleases(release, oldest) < 0) {
-      const message = `the database schema is newer than release ${release} understands (migrations ${newer.join(', ')}) and needs release ${oldest} or newer; start that release, or set TOLLGATE_FORCE_VERSION=1 (tollgate start --force-version) to start this one anyway (docs/operations.md, "Rolling back")`;
-      if (!force) throw new VersionRefusal(message);
-      logger.warn({ migrations: newer, needs: oldest }, `forced start: ${message}`);
-    } else {
-      logger.warn(
-        { migrations: newer, oldest_release: oldest ?? null },
-        'the database schema is newer than this release knows; the release that migrated it allows this one beside it',
-      );
-    }
+  const newer = status.unknown.map((m) => m.version);
+  const hasSettings = status.applied.length > 0 || newer.length > 0;
+  const oldest = hasSettings ? await new FleetRepo(db).oldestRelease() : undefined;
+  if (oldest !== undefined && compareReleases(release, oldest) < 0) {
+    const what = newer.length > 0 ? ` (migrations ${newer.join(', ')})` : '';
+    const message = `the database schema is newer than release ${release} understands${what} and needs release ${oldest} or newer; start that release, or set TOLLGATE_FORCE_VERSION=1 (tollgate start --force-version) to start this one anyway (docs/operations.md, "Rolling back")`;
+    if (!force) throw new VersionRefusal(message);
+    logger.warn({ migrations: newer, needs: oldest }, `forced start: ${message}`);
+  } else if (newer.length > 0) {
+    logger.warn(
+      { migrations: newer, oldest_release: oldest ?? null },
+      'the database schema is newer than this release knows; the release that migrated it allows this one beside it',
+    );
   }
   const contract = status.applied.some((m) => m.version === CONTRACT_MIGRATION);
   if (contract) return warnOfUnknownWriters(db, logger);

@@ -127,7 +127,8 @@ export function createApp(services: Services): FastifyInstance {
   const { accounts, clock, config, metrics, operators, payments, sessions, signups } = services;
   const { startedAt, usage, webhooks } = services;
   const health = () => services.health();
-  void app.register(publicRoutes, { accounts, config, health, metrics, startedAt });
+  const { fleet } = services;
+  void app.register(publicRoutes, { accounts, config, health, metrics, startedAt, fleet });
   void app.register(statusRoutes, { config, operators });
   void app.register(authRoutes, { prefix: '/api/auth', accounts, signups });
   void app.register(sessionRoutes, { prefix: '/api/auth', config, sessions, signups });

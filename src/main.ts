@@ -5,7 +5,8 @@ import { createLogger } from './observability/create-logger.ts';
 import { createMetricsServer, listenMetrics } from './observability/metrics-server.ts';
 import { installFaultPolicy } from './observability/process-faults.ts';
 import { createServices } from './services.ts';
-import { createSecretBox } from './shared/secret-box.ts';
+import { createSecretBox, gatedSecretBox } from './shared/secret-box.ts';
+import { checkSchemaBeforeStart, recordOldestRelease, VersionRefusal } from './fleet/schema-check.ts';
 import { connectRedis } from './shared/connect-redis.ts';
 import { migrate } from './store/migrate.ts';
 import { createStore, openDb } from './store/store.ts';
@@ -14,6 +15,14 @@ import { createStore, openDb } from './store/store.ts';
 function configFileArgument(): ConfigFile | undefined {
   const { values } = parseArgs({ options: { config: { type: 'string' } }, strict: false });
   return typeof values.config === 'string' ? { path: values.config, source: '--config' } : undefined;
+}
+
+/** The operator forces this release to run on a newer schema or beside a newer release that asks it to stop. */
+function forceVersion(): boolean {
+  const { values } = parseArgs({ options: { 'force-version': { type: 'boolean' } }, strict: false });
+  return (
+    values['force-version'] === true || /^(1|true|yes)$/i.test(process.env['TOLLGATE_FORCE_VERSION'] ?? '')
+  );
 }
 
 /**
@@ -47,14 +56,25 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 
+  // Secrets are sealed only once every live instance opens the sealed format (the version contract says).
+  const box = createSecretBox(config.security.secretKeys);
+  let sealAllowed = (_format: string): boolean => false;
   const store = createStore(openDb(config.databaseUrl), {
-    secrets: createSecretBox(config.security.secretKeys),
+    secrets: gatedSecretBox(box, (format) => sealAllowed(format)),
   });
+  const force = forceVersion();
+  try {
+    await checkSchemaBeforeStart(store.db, { logger, force });
+  } catch (error) {
+    if (!(error instanceof VersionRefusal)) throw error;
+    logger.error({ reason: error.message }, 'refusing to start');
+    console.error(`tollgate: refusing to start: ${error.message}`);
+    await store.close();
+    process.exit(3);
+  }
   const applied = await migrate(store.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
-  const resealed = await store.webhooks.resealSecrets();
-  if (resealed > 0)
-    logger.info({ resealed }, 'webhook signing secrets sealed with the current TOLLGATE_SECRET_KEY');
+  await recordOldestRelease(store.db);
   const redis = config.redisUrl
     ? connectRedis(config.redisUrl, config.limiterFailurePolicy, logger)
     : undefined;
@@ -71,7 +91,20 @@ async function main(): Promise<void> {
     ...(redis ? { limiter: redis.limiter, bus: redis.bus } : {}),
     // Many instances on PostgreSQL: credit is held in Redis, no database transaction per request.
     ...(redis && !store.db.capabilities.singleProcess ? { holds: redis.holds(store.ledger) } : {}),
+    forceVersion: force,
   });
+  sealAllowed = (format) => services.fleet.readByAll(format);
+  if (box.sealsAs)
+    services.fleet.whenReadByAll(box.sealsAs, () => {
+      store.webhooks
+        .resealSecrets()
+        .then((resealed) => {
+          if (resealed > 0)
+            logger.info({ resealed }, 'webhook signing secrets sealed with the current TOLLGATE_SECRET_KEY');
+        })
+        .catch((error: unknown) => logger.warn({ err: error }, 'could not seal the webhook signing secrets'));
+    });
+  services.fleet.onMustStop(() => stop('version contract'));
   const adminSecret = await services.accounts.ensureAdminKey();
   const app = createApp(services);
   // Recovery (spooled settlements, orphaned holds) finishes before the first request can take a new hold.

@@ -37,6 +37,10 @@ import type { Resolve } from './webhooks/url-guard.ts';
 import { type Clock, newId, systemClock } from './shared/ids.ts';
 import { utcDay } from './shared/time.ts';
 import { type Store } from './store/store.ts';
+import { FleetWatch } from './fleet/fleet-watch.ts';
+import { LedgerMovesWatch } from './fleet/ledger-moves-watch.ts';
+import { ENFORCED_RULES } from './fleet/release.ts';
+import { createSecretBox } from './shared/secret-box.ts';
 
 /** Everything a route needs, built once per process (or per test server). */
 export interface Services {
@@ -67,6 +71,8 @@ export interface Services {
   startedAt: number;
   /** Refuses (429) an address that registers, verifies or resets too often. */
   signups: SignupGuard;
+  /** The version contract between this instance and the others on its database. */
+  fleet: FleetWatch;
   /** The health report (`GET /health`). */
   health(): Promise<HealthReport>;
   /** Starts background work (settlement flushing, webhooks, scheduled jobs). */
@@ -102,6 +108,8 @@ export interface ServicesOptions {
   sessionPolicy?: Partial<SessionPolicy>;
   /** How long a status page snapshot is served before it is rebuilt. */
   statusRefreshMs?: number;
+  /** The operator forced this release to keep running beside newer ones (TOLLGATE_FORCE_VERSION). */
+  forceVersion?: boolean;
 }
 
 /** Wires the domain services over a store; does no I/O until used. */
@@ -179,6 +187,25 @@ export function createServices(options: ServicesOptions): Services {
   });
   limiter.onFailure?.((kind) => metrics.limiterFailures.inc({ kind }));
 
+  const fleet = new FleetWatch({
+    fleet: store.fleet,
+    instanceId: holds.instanceId ?? instanceId,
+    reads: [...createSecretBox(config.security.secretKeys).opens, ...ENFORCED_RULES],
+    logger,
+    clock,
+    singleProcess: store.db.capabilities.singleProcess,
+    force: options.forceVersion ?? false,
+    ...(holds.liveInstances ? { liveWriters: (now: number) => holds.liveInstances!(now) } : {}),
+  });
+  const ledgerMoves =
+    holds.forget && store.db.capabilities.ledgerTriggers
+      ? new LedgerMovesWatch({
+          fleet: store.fleet,
+          forget: (id, version) => holds.forget!(id, version),
+          logger,
+        })
+      : undefined;
+
   const scheduler = new Scheduler(store, clock, logger);
   scheduler.retryReport = metrics.retryReport;
   const dispatcher = new WebhookDispatcher({
@@ -254,8 +281,10 @@ export function createServices(options: ServicesOptions): Services {
     usage: new UsageService({ store, config, clock }),
     startedAt,
     signups: new SignupGuard(limiter, clock),
+    fleet,
     health: createHealthCheck({ store, limiter, settlements, router, clock, startedAt }),
     async start() {
+      await fleet.start();
       const replayed = await settlements.replaySpool();
       if (replayed > 0) logger.info({ replayed }, 'replayed spooled settlements');
       // An embedded database has one instance: every hold left in it belongs to a process that died.
@@ -269,6 +298,7 @@ export function createServices(options: ServicesOptions): Services {
         await store.ledger.renewInstanceLease(instanceId, clock(), clock() + INSTANCE_LEASE_MS);
       }
       await holds.start?.((settlement) => settlements.add(settlement));
+      ledgerMoves?.start();
       scheduler.start([
         createRetentionJob(store, clock, config.retentionDays, logger),
         createHoldRecoveryJob(store, clock, logger),
@@ -282,7 +312,9 @@ export function createServices(options: ServicesOptions): Services {
       await scheduler.stop();
       await dispatcher.stop();
       await settlements.close();
+      await ledgerMoves?.close();
       await holds.close?.();
+      await fleet.close();
       if (holds.rowsInStore)
         await store.ledger
           .endInstanceLease(instanceId)

@@ -457,6 +457,30 @@ describe('the tollgate CLI', () => {
     assert.equal(second.stdout, 'the database is up to date\n');
   });
 
+  it('migrate --status changes nothing and shows applied, pending and newer migrations and the schema’s oldest release', async () => {
+    const env = { DATABASE_URL: `sqlite:${join(dir, 'status', 'tollgate.db')}`, TOLLGATE_CONFIG: undefined };
+    const before = await tollgate(['migrate', '--status', '--json'], env);
+    assert.equal(before.code, 0, before.stderr);
+    const fresh = JSON.parse(before.stdout);
+    assert.deepEqual(fresh.applied, []);
+    assert.equal(fresh.pending[0], '001-initial');
+    assert.equal(fresh.schema_oldest_release, null);
+    assert.equal((await tollgate(['migrate'], env)).code, 0);
+    const after = JSON.parse((await tollgate(['migrate', '--status', '--json'], env)).stdout);
+    assert.deepEqual(after.pending, []);
+    assert.deepEqual(
+      after.applied.map((m: { version: string }) => m.version),
+      fresh.pending,
+    );
+    assert.equal(after.schema_oldest_release, after.oldest_peer_release);
+    assert.deepEqual(after.unknown, []);
+    assert.deepEqual(after.instances, [], 'no instance is running');
+    const text = await tollgate(['migrate', '--status'], env);
+    assert.match(text.stdout, /this release +\S+ \(runs beside/);
+    assert.match(text.stdout, /pending +none/);
+    assert.match(text.stdout, /no live instances/);
+  });
+
   it('start runs the gateway and stops it on SIGTERM with exit code 0', async () => {
     const child = spawn(process.execPath, [BIN, 'start', '--port', '0', '--host', '127.0.0.1'], {
       env: {

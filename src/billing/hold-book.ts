@@ -43,6 +43,12 @@ export interface HoldBook {
   committed?(batch: readonly Settlement[], charged: SettledAccounts): void;
   /** Journals a finished request where a surviving instance finds it; resolves before the answer ends. */
   finished?(settlement: Settlement): Promise<void>;
+  /** The instance id its holds are kept under, where it has one of its own (holds in Redis). */
+  readonly instanceId?: string;
+  /** Another writer moved the account's ledger to `version`: a copy of its balance older than that is dropped. */
+  forget?(accountId: string, version: number): Promise<void>;
+  /** The instances holding credit where this book does (live leases of holds in Redis). */
+  liveInstances?(now: number): Promise<string[]>;
   /** Starts the book's own heartbeat (holds in Redis); finished requests of dead instances go to `charge`. */
   start?(charge: (settlement: Settlement) => void): Promise<void>;
   /** A clean stop, after every settlement committed: releases what this instance still holds. */

@@ -312,6 +312,16 @@ export class RedisHoldBook implements HoldBook {
     }
   }
 
+  /** Another writer moved the account's ledger to `version`: a balance Redis read before it is read again. */
+  async forget(accountId: string, version: number): Promise<void> {
+    await settleScript.run(this.#redis, this.#keys(accountId), [version, 0, 1, 0]);
+  }
+
+  /** The instances whose Redis lease is live at `now` (writers from before the version contract among them). */
+  async liveInstances(now: number): Promise<string[]> {
+    return this.#redis.zrangebyscore(this.#instances, now, '+inf');
+  }
+
   /** What the live holds of every instance reserve for the account (the `held` sum the hold script keeps). */
   async heldMicros(accountId: string): Promise<number> {
     return Number((await this.#redis.hget(this.#keys(accountId)[0]!, 'held')) ?? 0);

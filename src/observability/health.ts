@@ -3,8 +3,9 @@ import type { Limiter } from '../limits/limiter.ts';
 import type { Router } from '../routing/router.ts';
 import type { Clock } from '../shared/ids.ts';
 import type { Store } from '../store/store.ts';
+import { RELEASE_VERSION } from '../fleet/release.ts';
 
-export const VERSION = '0.1.0';
+export const VERSION = RELEASE_VERSION;
 
 export interface HealthReport {
   status: 'ok' | 'degraded' | 'down';

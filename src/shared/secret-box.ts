@@ -8,6 +8,28 @@ export interface SecretBox {
   open(stored: string): string;
   /** Whether a stored value is plaintext or sealed with an older key (to be sealed again). */
   stale(stored: string): boolean;
+  /** The sealed formats it opens, by name (`secret:enc-v1:<key id>`): an instance's lease lists them. */
+  readonly opens: readonly string[];
+  /** The format `seal` writes (undefined: plaintext, which every release reads). */
+  readonly sealsAs: string | undefined;
+}
+
+/** The name of the format a key seals: readers list it when they hold the key. */
+const formatOf = (keyId: string): string => `secret:enc-v1:${keyId}`;
+
+/**
+ * The box, sealing only while `allowed(format)` says every live instance opens that format; otherwise new
+ * secrets are stored as plaintext (which every release reads) and nothing counts as stale.
+ */
+export function gatedSecretBox(box: SecretBox, allowed: (format: string) => boolean): SecretBox {
+  const open = (): boolean => box.sealsAs !== undefined && allowed(box.sealsAs);
+  return {
+    seal: (plain) => (open() ? box.seal(plain) : plain),
+    open: (stored) => box.open(stored),
+    stale: (stored) => open() && box.stale(stored),
+    opens: box.opens,
+    sealsAs: box.sealsAs,
+  };
 }
 
 const PREFIX = 'enc:v1:';
@@ -25,6 +47,8 @@ export function createSecretBox(
         return stored;
       },
       stale: () => false,
+      opens: [],
+      sealsAs: undefined,
     };
   }
   const derive = (secret: string) => ({
@@ -53,5 +77,7 @@ export function createSecretBox(
       );
     },
     stale: (stored) => !stored.startsWith(`${PREFIX}${current.id}:`),
+    opens: [...known.keys()].map(formatOf),
+    sealsAs: formatOf(current.id),
   };
 }

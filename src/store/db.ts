@@ -16,18 +16,25 @@ export interface DbCapabilities {
   readonly setBasedSettlement: boolean;
   /** Transaction-scoped advisory locks, so that instances starting together apply each migration once. */
   readonly advisoryLocks: boolean;
+  /**
+   * Triggers move an account's ledger version on every write that changes its spendable credit, except inside
+   * a settlement that says it moves the version itself (`SET LOCAL tollgate.settling`).
+   */
+  readonly ledgerTriggers: boolean;
 }
 
 export const SQLITE_CAPABILITIES: DbCapabilities = Object.freeze({
   singleProcess: true,
   setBasedSettlement: false,
   advisoryLocks: false,
+  ledgerTriggers: false,
 });
 
 export const POSTGRES_CAPABILITIES: DbCapabilities = Object.freeze({
   singleProcess: false,
   setBasedSettlement: true,
   advisoryLocks: true,
+  ledgerTriggers: true,
 });
 
 /**

@@ -195,6 +195,8 @@ export class LedgerRepo {
     );
     const holdRows = options.holdRows ?? true;
     return this.#db.transaction(async (tx) => {
+      // This transaction moves each account's version once and applies its charge to Redis's balance itself.
+      if (tx.capabilities.ledgerTriggers) await tx.run("SET LOCAL tollgate.settling = 'on'");
       const charged = tx.capabilities.setBasedSettlement
         ? await settleBatch(tx, ordered, holdRows)
         : await settleRowByRow(tx, ordered, holdRows);

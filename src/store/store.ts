@@ -15,6 +15,7 @@ import { AnnouncementsRepo } from './announcements-repo.ts';
 import { AuditRepo } from './audit-repo.ts';
 import { HealthSamplesRepo } from './health-samples-repo.ts';
 import { MailQueueRepo } from './mail-queue-repo.ts';
+import { FleetRepo } from './fleet-repo.ts';
 
 /** Everything Tollgate keeps, by domain; the same SQL runs on SQLite and PostgreSQL. */
 export interface Store {
@@ -33,6 +34,8 @@ export interface Store {
   readonly announcements: AnnouncementsRepo;
   readonly mailQueue: MailQueueRepo;
   readonly healthSamples: HealthSamplesRepo;
+  /** The version contract's leases and the schema's oldest allowed release. */
+  readonly fleet: FleetRepo;
   /** Runs fn with a store whose every repository works inside one transaction. */
   transaction<T>(fn: (store: Store) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -55,6 +58,7 @@ export function createStore(db: Db, options: { secrets?: SecretBox } = {}): Stor
     announcements: new AnnouncementsRepo(db),
     mailQueue: new MailQueueRepo(db),
     healthSamples: new HealthSamplesRepo(db),
+    fleet: new FleetRepo(db),
     transaction: (fn) => db.transaction((tx) => fn(createStore(tx, options))),
     close: () => db.close(),
   };

@@ -12,9 +12,15 @@ export interface RunningGateway {
   exited: Promise<number | string>;
 }
 
-/** Starts `node src/main.ts` as its own process (as `npm start` does) and waits until it listens. */
-export async function startGatewayProcess(env: Record<string, string>): Promise<RunningGateway> {
-  const child = spawn(process.execPath, [MAIN], {
+/**
+ * Starts `node src/main.ts` as its own process (as `npm start` does) and waits until it listens; `main` runs
+ * another build's entry point instead (an older release beside this one).
+ */
+export async function startGatewayProcess(
+  env: Record<string, string>,
+  options: { main?: string } = {},
+): Promise<RunningGateway> {
+  const child = spawn(process.execPath, [options.main ?? MAIN], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -15,8 +15,13 @@ export function registerStartCommand(program: Command): void {
     .option('--config <file>', 'the YAML configuration file (instead of the one TOLLGATE_CONFIG names)')
     .option('--port <port>', 'the port to listen on (sets PORT)')
     .option('--host <host>', 'the address to listen on (sets HOST)')
-    .action(async (options: { config?: string; port?: string; host?: string }) => {
+    .option(
+      '--force-version',
+      'start on a schema that needs a newer release, and keep running beside a newer release (sets TOLLGATE_FORCE_VERSION)',
+    )
+    .action(async (options: { config?: string; port?: string; host?: string; forceVersion?: boolean }) => {
       const env: NodeJS.ProcessEnv = { MALLOC_ARENA_MAX: '2', ...process.env };
+      if (options.forceVersion) env['TOLLGATE_FORCE_VERSION'] = '1';
       if (options.port !== undefined) env['PORT'] = options.port;
       if (options.host !== undefined) env['HOST'] = options.host;
       // The gateway is told the file came from --config, so its messages blame that and not TOLLGATE_CONFIG.

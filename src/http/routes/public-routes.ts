@@ -12,7 +12,7 @@ import { presentModel, presentPlan } from '../present.ts';
  * Mounted without a prefix: its paths are the spec's own.
  */
 export const publicRoutes: FastifyPluginAsync<
-  Pick<Services, 'accounts' | 'config' | 'health' | 'metrics' | 'startedAt'>
+  Pick<Services, 'accounts' | 'config' | 'health' | 'metrics' | 'startedAt' | 'fleet'>
 > = async (app, services) => {
   /** Who the key in Authorization is: undefined without one; a key that is not valid throws its 401 or 403. */
   const principalOf = async (request: FastifyRequest): Promise<Principal | undefined> => {
@@ -31,6 +31,13 @@ export const publicRoutes: FastifyPluginAsync<
     const report = await services.health();
     const status = report.status === 'down' ? 503 : 200;
     return reply.status(status).send(principal?.kind === 'admin' ? report : { status: report.status });
+  });
+
+  // Whether a load balancer should send this instance traffic: every named condition holds.
+  app.get('/health/ready', async (_request, reply) => {
+    const conditions = [services.fleet.readiness()];
+    const ready = conditions.every((condition) => condition.ok);
+    return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', conditions });
   });
 
   app.get('/plans', async () => ({

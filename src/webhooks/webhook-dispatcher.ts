@@ -5,7 +5,7 @@ import { newId } from '../shared/ids.ts';
 import type { WebhookEvent } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import { DEFAULT_RETRY_DELAYS_MS, nextAttemptAt } from './retry-schedule.ts';
-import { signPayload } from './sign-payload.ts';
+import { signPayload, signStandard } from './sign-payload.ts';
 import { createGuardedLookup, isAllowedPort, type Resolve } from './url-guard.ts';
 import { StoreUnavailableError } from '../store/db.ts';
 
@@ -128,13 +128,7 @@ export class WebhookDispatcher {
         const response = await request(endpoint.url, {
           method: 'POST',
           dispatcher: this.#agent,
-          headers: {
-            'content-type': 'application/json',
-            'user-agent': 'Tollgate-Webhooks/1',
-            'x-service-signature': signPayload(event.payload, endpoint.secret),
-            'x-service-event-id': event.id,
-            'x-service-timestamp': String(Math.floor(clock() / 1000)),
-          },
+          headers: deliveryHeaders(event, endpoint.secret, Math.floor(clock() / 1000)),
           body: event.payload,
           signal: AbortSignal.timeout(this.#o.timeoutMs),
         });
@@ -168,4 +162,22 @@ export class WebhookDispatcher {
     if (status === 'failed')
       this.#o.logger.warn({ eventId: event.id, attempts: attempt }, 'webhook event failed for good');
   }
+}
+
+/**
+ * The spec's signature of the body, and beside it the Standard Webhooks headers, whose signature also covers
+ * the event's id and this attempt's time: a receiver can refuse a delivery replayed later and deduplicate on
+ * a signed id. The id stays the same on every attempt of an event; the time is each attempt's own.
+ */
+function deliveryHeaders(event: WebhookEvent, secret: string, sentAt: number): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'Tollgate-Webhooks/1',
+    'x-service-signature': signPayload(event.payload, secret),
+    'x-service-event-id': event.id,
+    'x-service-timestamp': String(sentAt),
+    'webhook-id': event.id,
+    'webhook-timestamp': String(sentAt),
+    'webhook-signature': signStandard(event.id, sentAt, event.payload, secret),
+  };
 }

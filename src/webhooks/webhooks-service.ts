@@ -12,7 +12,11 @@ import { checkWebhookUrl, type Resolve } from './url-guard.ts';
 const DELIVERIES_SHOWN = 100;
 const EVENTS_SHOWN = 50;
 
-const newSecret = (): string => `whsec_${randomBytes(24).toString('base64url')}`;
+/**
+ * A signing secret as Standard Webhooks serializes one: `whsec_` and 24 random bytes in standard base64, so
+ * that its libraries, which decode it strictly, take it as it is.
+ */
+const newSecret = (): string => `whsec_${randomBytes(24).toString('base64')}`;
 
 export interface WebhooksOptions {
   store: Store;

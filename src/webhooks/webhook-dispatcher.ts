@@ -49,6 +49,11 @@ export class WebhookDispatcher {
       ports: 'any',
       ...options,
     };
+    if (options.allowPrivate)
+      options.logger.warn(
+        { webhookAllowPrivate: true },
+        'WEBHOOKS MAY REACH PRIVATE ADDRESSES (TOLLGATE_WEBHOOK_ALLOW_PRIVATE=true): any account can make this server POST to loopback, private networks and cloud metadata, over plain http and any port; never set it where accounts are not all trusted (docs/security.md)',
+      );
     this.#agent = new Agent({
       connect: {
         lookup: createGuardedLookup(options.allowPrivate, options.resolve),

@@ -6,7 +6,8 @@ import type { WebhookEvent } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import { DEFAULT_RETRY_DELAYS_MS, nextAttemptAt } from './retry-schedule.ts';
 import { signPayload, signStandard } from './sign-payload.ts';
-import { createGuardedLookup, isAllowedPort, type Resolve } from './url-guard.ts';
+import { createGuardedLookup, isAllowedPort, isPublicAddress, type Resolve } from './url-guard.ts';
+import { isIP } from 'node:net';
 import { StoreUnavailableError } from '../store/db.ts';
 
 export interface DispatcherOptions {
@@ -128,6 +129,10 @@ export class WebhookDispatcher {
     } else if (!isAllowedPort(new URL(endpoint.url), this.#o.ports)) {
       // Never connected: the log must not tell what answers on a port the operator does not allow.
       error = 'endpoint refused: its port is not allowed';
+    } else if (!this.#o.allowPrivate && !isPublicLiteral(new URL(endpoint.url))) {
+      // An address written in the URL is never looked up, so the connection's check never sees it; one saved
+      // under older rules is judged by today's.
+      error = 'endpoint refused: its address is not public';
     } else {
       try {
         const response = await request(endpoint.url, {
@@ -185,4 +190,10 @@ function deliveryHeaders(event: WebhookEvent, secret: string, sentAt: number): R
     'webhook-timestamp': String(sentAt),
     'webhook-signature': signStandard(event.id, sentAt, event.payload, secret),
   };
+}
+
+/** Whether a URL's host, when it is an address rather than a name, is a public one (a name: true). */
+function isPublicLiteral(url: URL): boolean {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return isIP(host) === 0 || isPublicAddress(host);
 }

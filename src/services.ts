@@ -34,6 +34,7 @@ import { WebhookDispatcher } from './webhooks/webhook-dispatcher.ts';
 import { UsageService } from './usage/usage-service.ts';
 import { WebhooksService } from './webhooks/webhooks-service.ts';
 import type { Resolve } from './webhooks/url-guard.ts';
+import { SendThrottle } from './webhooks/send-throttle.ts';
 import { type Clock, newId, systemClock } from './shared/ids.ts';
 import { utcDay } from './shared/time.ts';
 import { type Store } from './store/store.ts';
@@ -238,6 +239,7 @@ export function createServices(options: ServicesOptions): Services {
   });
   const webhooks = new WebhooksService({
     ...{ store, config, clock, onEventQueued: () => dispatcher.nudge() },
+    throttle: new SendThrottle(limiter, clock),
     ...(options.webhookResolve ? { resolve: options.webhookResolve } : {}),
   });
   const gateway = new ChatGateway({

@@ -66,6 +66,7 @@ const SECURITY_ENV = z.looseObject({
   TOLLGATE_ENV: z.string().optional(),
   TOLLGATE_TEST_PAYMENTS: flag,
   TOLLGATE_ALLOW_NO_MAIL: flag,
+  TOLLGATE_WEBHOOK_PRIVATE_IN_PRODUCTION: flag,
   TOLLGATE_REQUIRE_VERIFIED_EMAIL: z
     .enum(['auto', 'true', 'false'], { error: 'must be auto, true or false' })
     .default('auto'),
@@ -137,6 +138,10 @@ export function loadSecurityConfig(
     if (!inputs.smtpUrl && vars.TOLLGATE_ALLOW_NO_MAIL !== true)
       throw fail(
         'SMTP_URL: not set in production, so nobody could verify an e-mail address; set it, or TOLLGATE_ALLOW_NO_MAIL=true on purpose',
+      );
+    if (inputs.webhookAllowPrivate && vars.TOLLGATE_WEBHOOK_PRIVATE_IN_PRODUCTION !== true)
+      throw fail(
+        'TOLLGATE_WEBHOOK_ALLOW_PRIVATE: true in production, so any account could make Tollgate POST to loopback, private and cloud-metadata addresses; unset it, or also set TOLLGATE_WEBHOOK_PRIVATE_IN_PRODUCTION=true on purpose',
       );
   }
   const adminKey = env['TOLLGATE_ADMIN_KEY'];

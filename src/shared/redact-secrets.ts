@@ -16,7 +16,7 @@ const RULES: readonly Rule[] = [
   [/\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, () => REDACTED],
   [/\b(?:sk|pk|rk)-[A-Za-z0-9_-]{8,}/g, () => REDACTED],
   [/\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,}/g, () => REDACTED],
-  [/\bwhsec_[A-Za-z0-9_-]{8,}/g, () => REDACTED],
+  [/\bwhsec_[A-Za-z0-9_+/=-]{8,}/g, () => REDACTED],
   [/\btg-(?:admin-)?[A-Za-z0-9_-]{16,}/g, () => REDACTED],
   [/\bAIza[A-Za-z0-9_-]{20,}/g, () => REDACTED],
   [/\/\/[^/\s:@]+:[^/\s@]+@/g, () => `//${REDACTED}@`],

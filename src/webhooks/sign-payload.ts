@@ -12,3 +12,14 @@ export function verifySignature(payload: string, secret: string, header: string 
   const given = Buffer.from(header);
   return expected.length === given.length && timingSafeEqual(expected, given);
 }
+
+/**
+ * The Standard Webhooks `webhook-signature` value: `v1,` and the base64 HMAC-SHA256 of `id.timestamp.payload`,
+ * keyed with the secret's bytes (what follows `whsec_`, base64-decoded). Secrets made before they were
+ * standard base64 are base64url; Node decodes both alphabets to the same bytes.
+ */
+export function signStandard(id: string, timestampSeconds: number, payload: string, secret: string): string {
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+  const mac = createHmac('sha256', key).update(`${id}.${timestampSeconds}.${payload}`).digest('base64');
+  return `v1,${mac}`;
+}

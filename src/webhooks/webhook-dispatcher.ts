@@ -5,8 +5,9 @@ import { newId } from '../shared/ids.ts';
 import type { WebhookEvent } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import { DEFAULT_RETRY_DELAYS_MS, nextAttemptAt } from './retry-schedule.ts';
-import { signPayload } from './sign-payload.ts';
-import { createGuardedLookup, isAllowedPort, type Resolve } from './url-guard.ts';
+import { signPayload, signStandard } from './sign-payload.ts';
+import { createGuardedLookup, isAllowedPort, isPublicAddress, type Resolve } from './url-guard.ts';
+import { isIP } from 'node:net';
 import { StoreUnavailableError } from '../store/db.ts';
 import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
 
@@ -53,6 +54,11 @@ export class WebhookDispatcher {
       ports: 'any',
       ...options,
     };
+    if (options.allowPrivate)
+      options.logger.warn(
+        { webhookAllowPrivate: true },
+        'WEBHOOKS MAY REACH PRIVATE ADDRESSES (TOLLGATE_WEBHOOK_ALLOW_PRIVATE=true): any account can make this server POST to loopback, private networks and cloud metadata, over plain http and any port; never set it where accounts are not all trusted (docs/security.md)',
+      );
     this.#agent = new Agent({
       connect: {
         lookup: createGuardedLookup(options.allowPrivate, options.resolve),
@@ -142,18 +148,16 @@ export class WebhookDispatcher {
     } else if (!isAllowedPort(new URL(endpoint.url), this.#o.ports)) {
       // Never connected: the log must not tell what answers on a port the operator does not allow.
       error = 'endpoint refused: its port is not allowed';
+    } else if (!this.#o.allowPrivate && !isPublicLiteral(new URL(endpoint.url))) {
+      // An address written in the URL is never looked up, so the connection's check never sees it; one saved
+      // under older rules is judged by today's.
+      error = 'endpoint refused: its address is not public';
     } else {
       try {
         const response = await request(endpoint.url, {
           method: 'POST',
           dispatcher: this.#agent,
-          headers: {
-            'content-type': 'application/json',
-            'user-agent': 'Tollgate-Webhooks/1',
-            'x-service-signature': signPayload(event.payload, endpoint.secret),
-            'x-service-event-id': event.id,
-            'x-service-timestamp': String(Math.floor(clock() / 1000)),
-          },
+          headers: deliveryHeaders(event, endpoint.secret, Math.floor(clock() / 1000)),
           body: event.payload,
           signal: AbortSignal.timeout(this.#o.timeoutMs),
         });
@@ -187,4 +191,28 @@ export class WebhookDispatcher {
     if (status === 'failed')
       this.#o.logger.warn({ eventId: event.id, attempts: attempt }, 'webhook event failed for good');
   }
+}
+
+/**
+ * The spec's signature of the body, and beside it the Standard Webhooks headers, whose signature also covers
+ * the event's id and this attempt's time: a receiver can refuse a delivery replayed later and deduplicate on
+ * a signed id. The id stays the same on every attempt of an event; the time is each attempt's own.
+ */
+function deliveryHeaders(event: WebhookEvent, secret: string, sentAt: number): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'Tollgate-Webhooks/1',
+    'x-service-signature': signPayload(event.payload, secret),
+    'x-service-event-id': event.id,
+    'x-service-timestamp': String(sentAt),
+    'webhook-id': event.id,
+    'webhook-timestamp': String(sentAt),
+    'webhook-signature': signStandard(event.id, sentAt, event.payload, secret),
+  };
+}
+
+/** Whether a URL's host, when it is an address rather than a name, is a public one (a name: true). */
+function isPublicLiteral(url: URL): boolean {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return isIP(host) === 0 || isPublicAddress(host);
 }

@@ -6,13 +6,18 @@ import type { WebhookDelivery, WebhookEndpoint } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { WebhookEventSummary } from '../store/webhooks-repo.ts';
 import { queueEvent } from './queue-event.ts';
+import type { SendThrottle } from './send-throttle.ts';
 import { checkWebhookUrl, type Resolve } from './url-guard.ts';
 
 /** Deliveries and events an account's log shows, newest first. */
 const DELIVERIES_SHOWN = 100;
 const EVENTS_SHOWN = 50;
 
-const newSecret = (): string => `whsec_${randomBytes(24).toString('base64url')}`;
+/**
+ * A signing secret as Standard Webhooks serializes one: `whsec_` and 24 random bytes in standard base64, so
+ * that its libraries, which decode it strictly, take it as it is.
+ */
+const newSecret = (): string => `whsec_${randomBytes(24).toString('base64')}`;
 
 export interface WebhooksOptions {
   store: Store;
@@ -20,6 +25,8 @@ export interface WebhooksOptions {
   clock: Clock;
   /** Called after an event is queued, so delivery starts at once. */
   onEventQueued(): void;
+  /** Bounds the test events and redeliveries an account asks for. */
+  throttle: SendThrottle;
   /** How host names are resolved when an endpoint is saved (DNS by default). */
   resolve?: Resolve;
 }
@@ -68,11 +75,15 @@ export class WebhooksService {
     return { url: endpoint.url, secret };
   }
 
-  /** Queues a `webhook.test` event to the account's endpoint (400 without one); resolves to its id. */
+  /**
+   * Queues a `webhook.test` event to the account's endpoint (400 without one, 429 past the throttle); resolves
+   * to its id. It is retried as every event is, so that a receiver's handling of retries can be tried too.
+   */
   async sendTest(accountId: string): Promise<string> {
     const { store, clock } = this.#o;
     if (!(await store.webhooks.endpoint(accountId)))
       throw new GatewayError('invalid_request', 'set a webhook endpoint first');
+    await this.#o.throttle.check(accountId, 'test');
     const now = clock();
     const id = newId('evt');
     await queueEvent(store.webhooks, {
@@ -101,6 +112,7 @@ export class WebhooksService {
     const { store, clock } = this.#o;
     const delivery = await store.webhooks.delivery(accountId, deliveryId);
     if (!delivery) throw new GatewayError('not_found', `no delivery ${deliveryId}`);
+    await this.#o.throttle.check(accountId, 'redeliver');
     await store.webhooks.requeue(delivery.eventId, clock());
     this.#o.onEventQueued();
     return delivery.eventId;

@@ -15,11 +15,12 @@ const ADMIN_KEY = 'tg-admin-body-limits-0123456789abcdef';
 const MiB = 1024 * 1024;
 const PARALLEL = 16;
 /**
- * The slowest /health may answer while the bodies arrive. The target is 50 ms of blocked loop (the probe's
- * reading); /health's wall time on this shared 2-core machine also holds the scheduler's delays and the
- * test's own 64 MiB of writes, so it gets a wider bound that the unfixed gateway still misses by seconds.
+ * The target: the gateway's own work never holds its event loop for 50 ms at once (the probe's reading, main
+ * thread CPU time only). /health's wall time on a shared 2-core machine also holds the scheduler's delays and
+ * the flood process's 64 MiB of writes (seen up to 620 ms with other suites running), so it gets a wider bound,
+ * which the unfixed gateway still misses tenfold (21.5 s, its loop held 3.9 s at once).
  */
-const MAX_HEALTH_MS = 1_000;
+const MAX_HEALTH_MS = 2_000;
 const MAX_BLOCK_MS = 50;
 
 /** What the gateway's probe measured since the last reading (see helpers/loop-probe.ts). */

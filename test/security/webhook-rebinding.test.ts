@@ -101,4 +101,22 @@ describe('a webhook host re-pointed at an internal address after it was saved (D
     await receiver.waitFor(1);
     assert.equal(receiver.deliveries[0]!.headers.host, `${HOST}:${receiver.port}`);
   });
+
+  it('an address written in a URL saved under older rules is judged again at delivery, never contacted', async () => {
+    const before = receiver.deliveries.length;
+    for (const host of ['127.0.0.1', '[::ffff:7f00:1]']) {
+      const { key, accountId } = await guarded.register();
+      await guarded.services.store.webhooks.putEndpoint({
+        accountId,
+        url: `http://${host}:${receiver.port}/hooks`,
+        secret: 'whsec_literal',
+        createdAt: Date.now(),
+      });
+      assert.equal((await guarded.call('POST', '/api/webhooks/test', { key })).status, 202);
+      const [attempt] = await deliveries(guarded, key, 1);
+      assert.equal(attempt.status_code, null, host);
+      assert.match(attempt.error, /its address is not public/, host);
+    }
+    assert.equal(receiver.deliveries.length, before, 'the receiver heard nothing');
+  });
 });

@@ -48,6 +48,8 @@ const SCHEMAS: Record<string, Record<string, unknown>> = {
   fanOut: fanOut(12),
   longConst: { type: 'array', minItems: 200, items: { const: 'x'.repeat(50_000) } },
   pattern: { type: 'string', pattern: '^(a+)+$', minLength: 30 },
+  letterRun: { const: 'x'.repeat(60_000) },
+  specialToken: { type: 'array', minItems: 3, items: { const: '<|endoftext|>' } },
 };
 
 /** An object-rooted schema (a tool's input must be an object). */
@@ -180,9 +182,22 @@ describe('one account’s schemas cannot freeze the default simulator or take a 
     for (const [name, schema] of Object.entries(SCHEMAS)) attack.push([name, 'chat', schema, false]);
     for (let i = 0; i < 6; i++)
       attack.push([`selfReferencing #${i + 2}`, 'chat', selfReferencing, i % 2 === 1]);
+    // Streamed through Responses, except the 60,000-character answer (at the simulator's pace, a minute and a half).
     for (const door of ['tools', 'messages', 'responses'] as const)
-      for (const name of ['minItems1e9', 'minLength1e8', 'refChain', 'selfReferencing', 'fanOut'])
-        attack.push([`${name} via ${door}`, door, SCHEMAS[name]!, door === 'responses']);
+      for (const name of [
+        'minItems1e9',
+        'minLength1e8',
+        'refChain',
+        'selfReferencing',
+        'fanOut',
+        'letterRun',
+      ])
+        attack.push([
+          `${name} via ${door}`,
+          door,
+          SCHEMAS[name]!,
+          door === 'responses' && name !== 'letterRun',
+        ]);
     // Twice over, so that the other account streams all through it.
     attack.push(...attack.map(([name, ...rest]): (typeof attack)[number] => [`${name}, again`, ...rest]));
     const stop = new AbortController();

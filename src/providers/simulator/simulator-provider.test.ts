@@ -105,6 +105,25 @@ describe('the simulator behaves like a model', () => {
     await assert.rejects(complete(request({ tools: [tool] })), refused);
   });
 
+  it('a long run of one letter, or a special token’s spelling, in a schema’s const is answered fast and whole', async () => {
+    const cpuMs = (): number => {
+      const usage = process.threadCpuUsage();
+      return (usage.user + usage.system) / 1000;
+    };
+    const format = (schema: unknown) =>
+      request({
+        responseFormat: { type: 'json_schema', json_schema: { name: 'x', schema } },
+      } as Partial<ChatRequest>);
+    const started = cpuMs();
+    const run = await complete(format({ const: 'x'.repeat(60_000) }));
+    const elapsed = cpuMs() - started;
+    assert.equal(run.choices[0]!.message.content, JSON.stringify('x'.repeat(60_000)));
+    assert.ok(elapsed < 50, `counting a 60,000-letter run took ${elapsed.toFixed(1)} ms of CPU`);
+    const special = await complete(format({ const: '<|endoftext|>' }));
+    assert.equal(special.choices[0]!.message.content, '"<|endoftext|>"');
+    assert.ok(special.usage!.completion_tokens > 1, 'spelled out as ordinary text');
+  });
+
   it('streams canonical events: start, the text, the finish reason, the usage; a tool call as tool events', async () => {
     const answer = await complete(request());
     const events = await streamed(request());

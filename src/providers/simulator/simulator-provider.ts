@@ -100,8 +100,12 @@ export function createSimulatorProvider(options: {
       }
       yield batch;
     },
-    passThrough: async (call) =>
-      passThrough(passPlan(call, options, await promptTokensOf(call)), call.signal),
+    passThrough(call) {
+      // A usual prompt is counted at once: the fast path takes no extra turn for it.
+      const counted = promptTokensOf(call);
+      const open = (tokens: number) => passThrough(passPlan(call, options, tokens), call.signal);
+      return typeof counted === 'number' ? open(counted) : counted.then(open);
+    },
     async close() {},
   };
 }

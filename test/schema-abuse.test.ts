@@ -322,4 +322,75 @@ describe('one account’s schemas cannot freeze the default simulator or take a 
     const modelB = deployments.deployments?.find((d) => d.model === 'model-b');
     assert.equal(modelB?.state, 'closed', 'no circuit opened');
   });
+
+  it('4 MiB bodies through the Messages and Responses doors (and count_tokens) leave the event loop turning', async () => {
+    const MiB = 1024 * 1024;
+    const letters = (length: number): string => {
+      const bytes = Buffer.alloc(length);
+      for (let i = 0; i < length; i++) bytes[i] = 97 + Math.floor(Math.random() * 26);
+      return bytes.toString('latin1');
+    };
+    const bodies: [string, unknown][] = [
+      [
+        '/v1/messages',
+        {
+          model: 'model-a',
+          max_tokens: 16,
+          system: letters(4 * MiB - 300),
+          messages: [{ role: 'user', content: 'hi' }],
+        },
+      ],
+      [
+        '/v1/messages/count_tokens',
+        { model: 'model-a', messages: [{ role: 'user', content: letters(MiB / 2) }] },
+      ],
+      [
+        '/v1/responses',
+        { model: 'model-a', max_output_tokens: 16, instructions: letters(4 * MiB - 300), input: 'hi' },
+      ],
+      [
+        '/v1/responses',
+        {
+          model: 'model-a',
+          max_output_tokens: 16,
+          input: Array.from({ length: 2_000 }, () => ({ role: 'user', content: letters(1_900) })),
+        },
+      ],
+      [
+        '/v1/messages',
+        {
+          model: 'model-a',
+          max_tokens: 16,
+          messages: [{ role: 'user', content: 'hi' }],
+          tools: Array.from({ length: 4_000 }, (_, i) => ({
+            name: `t${i}`,
+            input_schema: {
+              type: 'object',
+              properties: { a: { type: 'string', description: letters(900) } },
+            },
+          })),
+        },
+      ],
+    ];
+    await probe(gateway);
+    const signal = AbortSignal.timeout(120_000);
+    const answers = await Promise.all(
+      bodies.map(async ([path, body]) => {
+        const response = await fetch(`${gateway.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${keyA}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+          signal,
+        });
+        return { path, status: response.status, text: await response.text() };
+      }),
+    );
+    const measured = await probe(gateway);
+    console.log(
+      `big bodies: ${answers.map((a) => `${a.path} ${a.status}`).join(', ')}; longest block ${measured.maxBlockMs.toFixed(1)} ms`,
+    );
+    for (const answer of answers)
+      assert.ok(answer.status < 500, `${answer.path}: ${answer.status} ${answer.text.slice(0, 200)}`);
+    assert.ok(measured.maxBlockMs < MAX_BLOCK_MS, `the event loop was held ${measured.maxBlockMs} ms`);
+  });
 });

@@ -49,6 +49,7 @@ const SCHEMAS: Record<string, Record<string, unknown>> = {
   longConst: { type: 'array', minItems: 200, items: { const: 'x'.repeat(50_000) } },
   pattern: { type: 'string', pattern: '^(a+)+$', minLength: 30 },
   letterRun: { const: 'x'.repeat(60_000) },
+  prototypeFormat: { type: 'string', format: 'constructor' },
   specialToken: { type: 'array', minItems: 3, items: { const: '<|endoftext|>' } },
 };
 

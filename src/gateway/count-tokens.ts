@@ -1,4 +1,4 @@
-import { countTokens as countWithOptions } from 'gpt-tokenizer';
+import { countTokens as countWithOptions, encode } from 'gpt-tokenizer';
 import { runSliced } from '../shared/sliced-work.ts';
 import type { ChatMessage, ToolDefinition } from './chat-types.ts';
 
@@ -46,6 +46,18 @@ export function countTextTokens(text: string): number {
     start = end;
   }
   return total;
+}
+
+/** The tokens of a text as ordinary text, encoded piece by piece as countTextTokens counts them: linear in its length. */
+export function encodeText(text: string): number[] {
+  if (text.length <= PIECE_CHARS) return encode(text, ORDINARY_TEXT);
+  const ids: number[] = [];
+  for (let start = 0; start < text.length;) {
+    const end = pieceEnd(text, start);
+    for (const id of encode(text.slice(start, end), ORDINARY_TEXT)) ids.push(id);
+    start = end;
+  }
+  return ids;
 }
 
 /** Each role's tokens, counted once: a handful of names (validated before counting), asked for every message. */

@@ -63,16 +63,39 @@ describe('CircuitBreaker', () => {
     assert.equal(breaker.allow(T0 + 1000), true, 'closed: no probe limit');
   });
 
-  it('a failed probe opens it again for a whole new cooldown, even under the threshold', () => {
+  it('a failed probe opens it again for a whole new cooldown: at once with threshold 1, else on a second account’s probe', () => {
     const breaker = opened(1, 1000);
+    assert.equal(breaker.allow(T0 + 1000), true);
+    breaker.failure(T0 + 1500, undefined, 'acct_a');
+    assert.equal(breaker.snapshot(T0 + 1500).state, 'open');
+    assert.equal(breaker.allow(T0 + 2499), false, 'the cooldown counts from the failed probe');
+    assert.equal(breaker.allow(T0 + 2500), true);
+
     const threshold5 = opened(5, 1000);
-    for (const b of [breaker, threshold5]) {
-      assert.equal(b.allow(T0 + 1000), true);
-      b.failure(T0 + 1500);
-      assert.equal(b.snapshot(T0 + 1500).state, 'open');
-      assert.equal(b.allow(T0 + 2499), false, 'the cooldown counts from the failed probe');
-      assert.equal(b.allow(T0 + 2500), true);
-    }
+    assert.equal(threshold5.allow(T0 + 1000), true);
+    threshold5.failure(T0 + 1500, undefined, 'acct_a');
+    assert.equal(
+      threshold5.snapshot(T0 + 1500).state,
+      'half_open',
+      'one account’s failed probe: no verdict yet',
+    );
+    assert.equal(threshold5.allow(T0 + 1500), true, 'the next probe goes');
+    threshold5.failure(T0 + 1600, undefined, 'acct_a');
+    assert.equal(threshold5.snapshot(T0 + 1600).state, 'half_open', 'the same account again: still none');
+    assert.equal(threshold5.allow(T0 + 1600), true);
+    threshold5.failure(T0 + 1700, undefined, 'acct_b');
+    assert.equal(threshold5.snapshot(T0 + 1700).state, 'open', 'a second account’s probe failed too');
+    assert.equal(threshold5.allow(T0 + 2699), false, 'the cooldown counts from that probe');
+    assert.equal(threshold5.allow(T0 + 2700), true);
+  });
+
+  it('one account cannot keep a circuit open: its failed probe does not, and another’s success closes it', () => {
+    const breaker = opened(5, 1000);
+    assert.equal(breaker.allow(T0 + 1000), true);
+    breaker.failure(T0 + 1000, undefined, 'acct_abuser');
+    assert.equal(breaker.allow(T0 + 1001), true);
+    breaker.success(10);
+    assert.equal(breaker.snapshot(T0 + 1001).state, 'closed');
   });
 
   it('a probe that ends without a verdict lets the next probe through', () => {

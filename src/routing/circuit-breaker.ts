@@ -10,7 +10,9 @@ const WINDOW = 50;
  * Each account's failures in a run (the failures since the last success) count up to half the threshold
  * (rounded up), so one account alone, whatever it sends, never opens a circuit that other accounts share: a
  * dead upstream fails everyone's requests and opens it as soon as two accounts have met `threshold` failures
- * between them. A failure with no account (a caller the router cannot name) counts as an account of its own.
+ * between them. Half-open, it opens again once probes of two accounts failed, so one account's requests failing
+ * every probe cannot keep it open either. A failure with no account (a caller the router cannot name) counts as
+ * an account of its own.
  */
 export class CircuitBreaker {
   #state: BreakerState = 'closed';
@@ -38,7 +40,7 @@ export class CircuitBreaker {
   allow(now: number): boolean {
     if (now < this.#blockedUntil) return false;
     if (this.#state === 'closed') return true;
-    if (this.#state === 'open' && now - this.#openedAt >= this.#cooldownMs) this.#state = 'half_open';
+    this.#cool(now);
     if (this.#state === 'half_open' && !this.#probing) {
       this.#probing = true;
       return true;
@@ -65,12 +67,22 @@ export class CircuitBreaker {
     this.#run.set(who, count);
     if (count <= this.#perAccount) this.#runWeight += 1;
     if (retryAfterMs !== undefined) this.#blockedUntil = Math.max(this.#blockedUntil, now + retryAfterMs);
-    if (this.#state === 'half_open' || this.#runWeight >= this.#threshold) {
+    // Half-open, the probes that failed since form the run: it opens again once probes of two accounts failed
+    // (one when the threshold is 1), so one account's request failing its probe cannot keep it open by itself.
+    const reopen = this.#state === 'half_open' && this.#run.size >= Math.min(2, this.#threshold);
+    if (reopen || this.#runWeight >= this.#threshold) {
       this.#state = 'open';
       this.#openedAt = now;
       this.#endRun();
     }
     this.#probing = false;
+  }
+
+  /** An open circuit whose cooldown is over turns half-open, with a run of its own probes. */
+  #cool(now: number): void {
+    if (this.#state !== 'open' || now - this.#openedAt < this.#cooldownMs) return;
+    this.#state = 'half_open';
+    this.#endRun();
   }
 
   #endRun(): void {
@@ -85,7 +97,7 @@ export class CircuitBreaker {
 
   /** The circuit's state at `now` (an open one turns half-open once its cooldown is over). */
   state(now: number): BreakerState {
-    if (this.#state === 'open' && now - this.#openedAt >= this.#cooldownMs) this.#state = 'half_open';
+    this.#cool(now);
     return this.#state;
   }
 

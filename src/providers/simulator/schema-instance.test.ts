@@ -226,5 +226,12 @@ describe('schemaInstance', () => {
       'a malformed pointer resolves to nothing',
     );
     assert.deepEqual(schemaInstance({ $ref: `#/${'x'.repeat(5_000)}` }), null, 'so does an overlong one');
+    for (const format of ['constructor', '__proto__', 'toString'])
+      assert.equal(
+        schemaInstance({ type: 'string', format }),
+        'example',
+        `format ${format} is no known format`,
+      );
+    assert.equal(schemaInstance({ anyOf: [1, 2] }), null, 'variants that are no schemas');
   });
 });

@@ -189,7 +189,9 @@ class Builder {
   }
 
   #string(schema: Schema): string {
-    const format = typeof schema['format'] === 'string' ? FORMATS[schema['format']] : undefined;
+    const name = schema['format'];
+    // Own keys only: `constructor` or `__proto__` as a format must not reach Object's prototype.
+    const format = typeof name === 'string' && Object.hasOwn(FORMATS, name) ? FORMATS[name] : undefined;
     if (format) return this.#literal(format);
     const min = nonNegative(schema['minLength']) ?? 0;
     const max = nonNegative(schema['maxLength']);

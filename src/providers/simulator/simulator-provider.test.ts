@@ -105,6 +105,56 @@ describe('the simulator behaves like a model', () => {
     await assert.rejects(complete(request({ tools: [tool] })), refused);
   });
 
+  it('a long run of one letter, or a special token’s spelling, in a schema’s const is answered fast and whole', async () => {
+    const cpuMs = (): number => {
+      const usage = process.threadCpuUsage();
+      return (usage.user + usage.system) / 1000;
+    };
+    const format = (schema: unknown) =>
+      request({
+        responseFormat: { type: 'json_schema', json_schema: { name: 'x', schema } },
+      } as Partial<ChatRequest>);
+    const started = cpuMs();
+    const run = await complete(format({ const: 'x'.repeat(60_000) }));
+    const elapsed = cpuMs() - started;
+    assert.equal(run.choices[0]!.message.content, JSON.stringify('x'.repeat(60_000)));
+    assert.ok(elapsed < 50, `counting a 60,000-letter run took ${elapsed.toFixed(1)} ms of CPU`);
+    const special = await complete(format({ const: '<|endoftext|>' }));
+    assert.equal(special.choices[0]!.message.content, '"<|endoftext|>"');
+    assert.ok(special.usage!.completion_tokens > 1, 'spelled out as ordinary text');
+  });
+
+  it('a quarter-million-token prompt is counted in slices: the event loop keeps turning meanwhile', async () => {
+    const cpuMs = (): number => {
+      const usage = process.threadCpuUsage();
+      return (usage.user + usage.system) / 1000;
+    };
+    const words = 'alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega'.split(' ');
+    const parts: string[] = [];
+    for (let i = 0; i < 250_000; i++) parts.push(`${words[(i * 7) % words.length]}${i % 97}`);
+    const long = request({ messages: [{ role: 'user', content: parts.join(' ') }] });
+    let longest = 0;
+    let lastCpu = cpuMs();
+    let lastWall = performance.now();
+    // As test/helpers/loop-probe.ts: the stretch between ticks, in this thread's CPU time (the machine is shared).
+    const timer = setInterval(() => {
+      const cpu = cpuMs();
+      const wall = performance.now();
+      longest = Math.max(longest, Math.min(cpu - lastCpu, wall - lastWall));
+      lastCpu = cpu;
+      lastWall = wall;
+    }, 1);
+    try {
+      const answer = await complete(long);
+      assert.ok(answer.usage!.prompt_tokens > 250_000);
+      // One more tick, which measures the stretch since the last one, however the count ended.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    } finally {
+      clearInterval(timer);
+    }
+    assert.ok(longest < 50, `the event loop was held ${longest.toFixed(1)} ms`);
+  });
+
   it('streams canonical events: start, the text, the finish reason, the usage; a tool call as tool events', async () => {
     const answer = await complete(request());
     const events = await streamed(request());

@@ -1,7 +1,7 @@
 import { hash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decode, encode } from 'gpt-tokenizer';
-import { countPromptTokensYielding, countTextTokens } from '../../gateway/count-tokens.ts';
+import { decode } from 'gpt-tokenizer';
+import { countPromptTokensYielding, countTextTokens, encodeText } from '../../gateway/count-tokens.ts';
 import type {
   ChatChunk,
   ChatCompletion,
@@ -100,8 +100,12 @@ export function createSimulatorProvider(options: {
       }
       yield batch;
     },
-    passThrough: async (call) =>
-      passThrough(passPlan(call, options, await promptTokensOf(call)), call.signal),
+    passThrough(call) {
+      // A usual prompt is counted at once: the fast path takes no extra turn for it.
+      const counted = promptTokensOf(call);
+      const open = (tokens: number) => passThrough(passPlan(call, options, tokens), call.signal);
+      return typeof counted === 'number' ? open(counted) : counted.then(open);
+    },
     async close() {},
   };
 }
@@ -450,7 +454,7 @@ function compose(request: ChatRequest): Answer {
     text = JSON.stringify(instanceOf(format.json_schema.schema, 'the response format’s'));
   let finishReason: FinishReason = 'stop';
   if (request.stop) text = cutAtStop(text, request.stop);
-  let tokens = encode(text);
+  let tokens = encodeText(text);
   if (request.maxTokens !== undefined && tokens.length > request.maxTokens) {
     tokens = tokens.slice(0, request.maxTokens);
     text = decode(tokens);
@@ -515,7 +519,7 @@ function logprobsOf(
 ): { content: unknown[]; refusal: null } {
   const topRaw = request.body['top_logprobs'];
   const top = typeof topRaw === 'number' && Number.isInteger(topRaw) ? Math.min(Math.max(topRaw, 0), 20) : 0;
-  const content = encode(text)
+  const content = encodeText(text)
     .slice(0, Math.max(0, limit))
     .map((id, index) => {
       const token = decode([id]);

@@ -43,16 +43,19 @@ export class ProviderError extends Error {
   readonly retryable: boolean;
   readonly clientFault: boolean;
   readonly retryAfterMs: number | undefined;
+  /** The upstream was never reached (refused, unresolvable, connect timed out): no request could cause it. */
+  readonly beforeSend: boolean;
 
   constructor(
     failure: ProviderFailure,
     message: string,
-    options: { status?: number; retryAfterMs?: number | undefined; cause?: unknown } = {},
+    options: { status?: number; retryAfterMs?: number | undefined; cause?: unknown; beforeSend?: boolean } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.failure = failure;
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
+    this.beforeSend = options.beforeSend ?? false;
     const status = options.status ?? 0;
     this.clientFault = failure === 'status' && (status === 400 || status === 413 || status === 422);
     this.retryable = failure !== 'aborted' && !this.clientFault;

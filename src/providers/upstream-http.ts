@@ -431,12 +431,15 @@ export function releaseBody(body: UpstreamResponse['body'], finished: boolean): 
   else body.destroy();
 }
 
+/** Transport errors raised before any byte of a request reached the upstream. */
+const NEVER_REACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
 /** Maps a transport error (refused, reset, timed out, aborted) to a ProviderError. */
 export function toProviderError(error: unknown, signal?: AbortSignal): ProviderError {
   if (error instanceof ProviderError) return error;
   if (signal?.aborted) return new ProviderError('aborted', 'request aborted', { cause: error });
   if (error instanceof undiciErrors.ConnectTimeoutError)
-    return new ProviderError('timeout', 'upstream connect timed out', { cause: error });
+    return new ProviderError('timeout', 'upstream connect timed out', { cause: error, beforeSend: true });
   if (error instanceof undiciErrors.HeadersTimeoutError)
     return new ProviderError('timeout', 'upstream sent no answer in time', { cause: error });
   if (error instanceof undiciErrors.BodyTimeoutError)
@@ -444,6 +447,7 @@ export function toProviderError(error: unknown, signal?: AbortSignal): ProviderE
   const code = (error as { code?: string }).code ?? '';
   return new ProviderError('connect', `upstream connection failed (${code || (error as Error).name})`, {
     cause: error,
+    beforeSend: NEVER_REACHED.has(code),
   });
 }
 

@@ -475,6 +475,19 @@ describe('Router: breakers count only what upstreams do', () => {
     assert.equal(router.health()[0]?.['error_rate'], 1, '/health still says every attempt failed');
   });
 
+  it('an upstream that refuses connections opens its circuit even when one account sends every request', async () => {
+    const refused = new ProviderError('connect', 'upstream connection failed (ECONNREFUSED)', { beforeSend: true });
+    const a = new ScriptedProvider('a', [refused]);
+    const { router } = createRouter({
+      models: [model('m', [deployment('a', 'one')])],
+      providers: [a],
+      routing: { maxAttempts: 1, breakerFailureThreshold: 5 },
+    });
+    for (let i = 0; i < 5; i++) await rejection(router.complete(chat(), signal(), 256, 'acct_alone'));
+    assert.equal(router.health()[0]?.['state'], 'open');
+    assert.equal(a.calls.length, 5);
+  });
+
   it('a dead upstream failing several accounts still opens it after `threshold` failures', async () => {
     const a = new ScriptedProvider('a', [unavailable(500)]);
     const { router } = createRouter({

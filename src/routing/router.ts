@@ -276,7 +276,10 @@ export class Router {
         const longWait =
           failure.retryAfterMs !== undefined && failure.retryAfterMs > this.#routing.retryMaxMs;
         const failedAt = this.#clock();
-        deployment.breaker.failure(failedAt, longWait ? failure.retryAfterMs : undefined, account);
+        // An upstream that was never reached failed nobody's request in particular: such failures count in full,
+        // so a dead upstream opens its circuit even where one account sends all the traffic.
+        const blamed = failure.beforeSend ? undefined : account;
+        deployment.breaker.failure(failedAt, longWait ? failure.retryAfterMs : undefined, blamed);
         deployment.window.record(failedAt, false);
         lastError = failure;
       }

@@ -70,12 +70,15 @@ async function main(): Promise<void> {
   });
   const adminSecret = await services.accounts.ensureAdminKey();
   const app = createApp(services);
+  // Routes are compiled before the services start: the start's warm-up then collects that garbage too.
+  await app.ready();
   // Recovery (spooled settlements, orphaned holds) finishes before the first request can take a new hold.
   await services.start();
 
   const metricsAddress = config.security.metricsAddress;
   const metricsServer = metricsAddress ? createMetricsServer(services.metrics, logger) : undefined;
   let draining = false;
+  services.readiness.require('not draining', () => !draining);
   /** The listens under way: a drain waits for them, so it closes servers that are listening. */
   let listening: Promise<string> = Promise.resolve('');
   const drain = (signal: string, exitCode = 0): void => {

@@ -21,6 +21,8 @@ import { type SessionPolicy, SessionsService } from './accounts/sessions-service
 import { effectiveLimits } from './limits/effective-limits.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
 import { createHealthCheck, type HealthReport } from './observability/health.ts';
+import { Readiness } from './observability/readiness.ts';
+import { warmUp } from './observability/warm-up.ts';
 import { Metrics } from './observability/metrics.ts';
 import { createOperators, type Operators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
@@ -68,6 +70,8 @@ export interface Services {
   signups: SignupGuard;
   /** The health report (`GET /health`). */
   health(): Promise<HealthReport>;
+  /** Whether this instance can serve at full speed (`GET /health/ready`): a list of named conditions. */
+  readiness: Readiness;
   /** Starts background work (settlement flushing, webhooks, scheduled jobs). */
   start(): Promise<void>;
   /** Stops background work and flushes what is queued; the store closes after. */
@@ -149,6 +153,10 @@ export function createServices(options: ServicesOptions): Services {
       );
   };
   const holds = options.holds ?? createHoldBook(store);
+  const readiness = new Readiness();
+  let started = false;
+  readiness.require('started', () => started);
+  if (holds.ready) readiness.require('credit holds', () => holds.ready?.() ?? true);
   const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger, limiter, holds });
   const instanceId = newId('inst');
   const settlements = new SettlementQueue(store.ledger, logger, {
@@ -241,6 +249,7 @@ export function createServices(options: ServicesOptions): Services {
     startedAt,
     signups: new SignupGuard(limiter, clock),
     health: createHealthCheck({ store, limiter, settlements, router, clock, startedAt }),
+    readiness,
     async start() {
       const replayed = await settlements.replaySpool();
       if (replayed > 0) logger.info({ replayed }, 'replayed spooled settlements');
@@ -263,6 +272,9 @@ export function createServices(options: ServicesOptions): Services {
         ...(holds.rowsInStore ? [createInstanceLeaseJob(store, clock, instanceId)] : []),
       ]);
       dispatcher.start();
+      // What the first requests would otherwise pay for: connections, scripts, the tokenizer, start-up garbage.
+      await warmUp({ db: store.db, limiter, logger });
+      started = true;
     },
     async close() {
       await scheduler.stop();

@@ -42,6 +42,11 @@ export interface HoldBook {
   committed?(batch: readonly Settlement[], charged: SettledAccounts): void;
   /** Journals a finished request where a surviving instance finds it; resolves before the answer ends. */
   finished?(settlement: Settlement): Promise<void>;
+  /**
+   * Whether a hold can be taken now without waiting (holds in Redis: the generation is known, no fence is in
+   * force, the scripts are loaded); a book without it is always ready.
+   */
+  ready?(): boolean;
   /** Starts the book's own heartbeat (holds in Redis); finished requests of dead instances go to `charge`. */
   start?(charge: (settlement: Settlement) => void): Promise<void>;
   /** A clean stop, after every settlement committed: releases what this instance still holds. */

@@ -20,6 +20,7 @@ const settleScript = new RedisScript(SETTLE_SCRIPT);
 const releaseInstanceScript = new RedisScript(RELEASE_INSTANCE_SCRIPT);
 const finishScript = new RedisScript(FINISH_SCRIPT);
 const reassertScript = new RedisScript(REASSERT_SCRIPT);
+const SCRIPTS = [holdScript, seedScript, settleScript, releaseInstanceScript, finishScript, reassertScript];
 
 /** How long an instance's Redis lease lasts without a heartbeat, and how often it beats. */
 export const REDIS_LEASE_MS = 30_000;
@@ -81,6 +82,8 @@ export class RedisHoldBook implements HoldBook {
   /** Settlements committed to the ledger whose Redis update failed: tried again on each heartbeat. */
   #unapplied: PendingSettle[] = [];
   #generation: string | undefined;
+  /** The generation whose Redis has the scripts loaded (a Redis restarted empty has none). */
+  #scriptsIn: string | undefined;
   #fenceUntil = 0;
   #timer: NodeJS.Timeout | undefined;
   #beating: Promise<void> | undefined;
@@ -277,6 +280,25 @@ export class RedisHoldBook implements HoldBook {
     return Number((await this.#redis.hget(this.#keys(accountId)[3]!, keyId)) ?? 0);
   }
 
+  /**
+   * Whether a hold is taken now without waiting: the generation is known (a new one's fence has passed) and
+   * the scripts are loaded. Start-up waits for this before the instance says it is ready.
+   */
+  ready(): boolean {
+    return (
+      this.#generation !== undefined &&
+      this.#scriptsIn === this.#generation &&
+      Date.now() >= this.#fenceUntil
+    );
+  }
+
+  async #loadScripts(): Promise<void> {
+    const generation = this.#generation;
+    if (generation === undefined || this.#scriptsIn === generation) return;
+    await Promise.all(SCRIPTS.map((script) => script.load(this.#redis)));
+    this.#scriptsIn = generation;
+  }
+
   /** Starts the heartbeat: the lease, the generation check, retries, and releasing dead instances' holds. */
   async start(charge?: (settlement: Settlement) => void): Promise<void> {
     this.#charge ??= charge;
@@ -294,6 +316,7 @@ export class RedisHoldBook implements HoldBook {
   async #beat(): Promise<void> {
     await this.#redis.zadd(this.#instances, Date.now() + REDIS_LEASE_MS, this.instanceId);
     await this.#checkGeneration();
+    await this.#loadScripts();
     const unapplied = this.#unapplied;
     this.#unapplied = [];
     for (const pending of unapplied) await this.#applySettle(pending);

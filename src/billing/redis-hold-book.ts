@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RedisScript, type RedisClient } from '../limits/redis-limiter.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
+import { StoreUnavailableError } from '../store/db.ts';
 import type { LedgerRepo, SettledAccounts } from '../store/ledger-repo.ts';
 import type { KeyBudget, Settlement } from '../store/records.ts';
 import type { HoldBook } from './hold-book.ts';
@@ -119,7 +120,9 @@ export class RedisHoldBook implements HoldBook {
     try {
       return await this.#hold(requestId, accountId, amountMicros, now, expiresAt, key);
     } catch (error) {
-      if (error instanceof GatewayError || !isRedisFailure(error)) throw error;
+      // The ledger's outage is the database's 503, though its message may name the same socket errors.
+      if (error instanceof GatewayError || error instanceof StoreUnavailableError || !isRedisFailure(error))
+        throw error;
       throw new GatewayError(
         'service_unavailable',
         'credit cannot be reserved right now (the hold store is unreachable); retry shortly',
@@ -220,11 +223,11 @@ export class RedisHoldBook implements HoldBook {
   async finished(settlement: Settlement): Promise<void> {
     if (!this.#mine.has(settlement.requestId)) return;
     await finishScript
-      .run(
-        this.#redis,
-        [this.#keys(settlement.accountId)[1]!],
-        [settlement.requestId, JSON.stringify(settlement)],
-      )
+      .run(this.#redis, this.#keys(settlement.accountId), [
+        settlement.requestId,
+        JSON.stringify(settlement),
+        settlement.costMicros,
+      ])
       .catch((error: unknown) =>
         this.#logger.debug({ err: error }, 'could not journal a finished request on its hold'),
       );

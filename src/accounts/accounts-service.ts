@@ -19,6 +19,7 @@ import {
   NO_KEY_CONTROLS,
 } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
+import { StoreUnavailableError } from '../store/db.ts';
 import { type AccountSummary, readAccountSummary } from './account-summary.ts';
 import { createSecret, hashSecret, isPlausibleSecret } from './api-key-secret.ts';
 import type { KeyCache } from './key-cache.ts';
@@ -200,7 +201,15 @@ export class AccountsService {
     const hash = hashSecret(secret);
     if (this.#adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#adminHash))
       return { kind: 'admin' };
-    const found = await store.accounts.keyWithAccount(hash);
+    let found;
+    try {
+      found = await store.accounts.keyWithAccount(hash);
+    } catch (error) {
+      // The database is away: a key this instance knew is still served (what the bus says still applies).
+      const stale = error instanceof StoreUnavailableError ? cache.stale(secret, now) : undefined;
+      if (!stale) throw error;
+      return principalOf(stale.key, stale.account, now, clientIp);
+    }
     if (!found) throw new GatewayError('unauthorized', 'missing or invalid API key');
     cache.set(secret, found.key, found.account, now);
     return principalOf(found.key, found.account, now, clientIp);

@@ -1,5 +1,8 @@
 import type { AccountRecord, ApiKeyRecord } from '../store/records.ts';
 
+/** How long past its lifetime a cached key may still be used while the database is unreachable. */
+export const MAX_STALE_MS = 60 * 60_000;
+
 export interface CachedKey {
   key: ApiKeyRecord;
   account: AccountRecord;
@@ -24,8 +27,17 @@ export class KeyCache {
   get(secret: string, now: number): CachedKey | undefined {
     const entry = this.#bySecret.get(secret);
     if (entry && entry.expiresAt > now) return entry;
-    if (entry) this.#bySecret.delete(secret);
+    if (entry && entry.expiresAt + MAX_STALE_MS <= now) this.#bySecret.delete(secret);
     return undefined;
+  }
+
+  /**
+   * An entry past its lifetime, for use only while the database cannot be asked: it is still invalidated by
+   * every revocation, suspension and plan change the bus carries. Undefined once it is MAX_STALE_MS past it.
+   */
+  stale(secret: string, now: number): CachedKey | undefined {
+    const entry = this.#bySecret.get(secret);
+    return entry && entry.expiresAt + MAX_STALE_MS > now ? entry : undefined;
   }
 
   set(secret: string, key: ApiKeyRecord, account: AccountRecord, now: number): void {

@@ -28,7 +28,8 @@ for (const kind of STORE_KINDS) {
       for (let i = 0; i < runs; i++) {
         if (empty) await store.emptyRedis();
         const run = await coldRun(store, path);
-        const label = kind === 'postgres+redis' ? `${kind} (${empty ? 'Redis emptied' : 'Redis kept'})` : kind;
+        const label =
+          kind === 'postgres+redis' ? `${kind} (${empty ? 'Redis emptied' : 'Redis kept'})` : kind;
         rows.push(line(label, run));
         console.log(rows.at(-1));
         run.gateway.child.kill('SIGTERM');

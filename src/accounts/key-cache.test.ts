@@ -11,7 +11,12 @@ import { AccountsService } from './accounts-service.ts';
 import { KeyCache, MAX_STALE_MS } from './key-cache.ts';
 
 const SECRET = 'tg-0123456789abcdef0123456789abcdef';
-const key = { id: 'key_1', accountId: 'acct_1', status: 'active', allowedIps: null } as unknown as ApiKeyRecord;
+const key = {
+  id: 'key_1',
+  accountId: 'acct_1',
+  status: 'active',
+  allowedIps: null,
+} as unknown as ApiKeyRecord;
 const account = { id: 'acct_1', status: 'active' } as unknown as AccountRecord;
 
 /** An accounts service over a store whose key lookup answers `lookup`, at a clock the test moves. */

@@ -289,9 +289,7 @@ export class RedisHoldBook implements HoldBook {
    */
   ready(): boolean {
     return (
-      this.#generation !== undefined &&
-      this.#scriptsIn === this.#generation &&
-      Date.now() >= this.#fenceUntil
+      this.#generation !== undefined && this.#scriptsIn === this.#generation && Date.now() >= this.#fenceUntil
     );
   }
 

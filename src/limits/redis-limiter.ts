@@ -169,7 +169,9 @@ export class RedisLimiter implements Limiter {
   }
 
   async warm(): Promise<void> {
-    await Promise.all([admitScript, reconcileScript, releaseScript].map((script) => script.load(this.#redis)));
+    await Promise.all(
+      [admitScript, reconcileScript, releaseScript].map((script) => script.load(this.#redis)),
+    );
   }
 
   async close(): Promise<void> {}

@@ -4,6 +4,7 @@ import { ConfigError, type ConfigFile, loadConfig } from './config/load-config.t
 import { createLogger } from './observability/create-logger.ts';
 import { createMetricsServer, listenMetrics } from './observability/metrics-server.ts';
 import { installFaultPolicy } from './observability/process-faults.ts';
+import { warmRequests } from './observability/warm-up.ts';
 import { createServices } from './services.ts';
 import { createSecretBox } from './shared/secret-box.ts';
 import { connectRedis } from './shared/connect-redis.ts';
@@ -74,6 +75,7 @@ async function main(): Promise<void> {
   await app.ready();
   // Recovery (spooled settlements, orphaned holds) finishes before the first request can take a new hold.
   await services.start();
+  await warmRequests(app);
 
   const metricsAddress = config.security.metricsAddress;
   const metricsServer = metricsAddress ? createMetricsServer(services.metrics, logger) : undefined;

@@ -272,8 +272,8 @@ export function createServices(options: ServicesOptions): Services {
         ...(holds.rowsInStore ? [createInstanceLeaseJob(store, clock, instanceId)] : []),
       ]);
       dispatcher.start();
-      // What the first requests would otherwise pay for: connections, scripts, the tokenizer, start-up garbage.
-      await warmUp({ db: store.db, limiter, logger });
+      // What the first requests would otherwise pay for: connections, scripts, parsing and the tokenizer.
+      await warmUp({ db: store.db, limiter, config, logger });
       started = true;
     },
     async close() {

@@ -1,7 +1,10 @@
+import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { countTextTokens } from '../gateway/count-tokens.ts';
+import type { Config } from '../config/config.ts';
+import { countPromptTokens } from '../gateway/count-tokens.ts';
+import { parseChatRequest } from '../gateway/parse-chat-request.ts';
 import type { Limiter } from '../limits/limiter.ts';
 import type { Db } from '../store/db.ts';
 
@@ -10,23 +13,48 @@ export const WARM_CONNECTIONS = 5;
 
 /**
  * What a new instance's first requests would otherwise pay for, done before it says it is ready: the
- * database's connections, the limiter's scripts, the tokenizer's first use, and a full garbage collection of
- * what start-up left (compiled schemas, migrations), which otherwise ran during the first requests (about 30 ms
- * of pause, measured). Failures are logged, never fatal: an instance that could not warm up still serves.
+ * database's connections, the limiter's scripts, a chat request's parsing and token count. Failures are
+ * logged, never fatal: an instance that could not warm up still serves.
  */
-export async function warmUp(parts: { db: Db; limiter: Limiter; logger: Logger }): Promise<void> {
-  countTextTokens('warm up the tokenizer');
+export async function warmUp(parts: {
+  db: Db;
+  limiter: Limiter;
+  config: Config;
+  logger: Logger;
+}): Promise<void> {
+  const model = parts.config.models.keys().next().value;
+  if (model !== undefined) {
+    const body = { model, messages: [{ role: 'user', content: 'warm up the parser and the tokenizer' }] };
+    countPromptTokens(parseChatRequest(body, parts.config.models, parts.config.maxMessages).request.messages);
+  }
   const results = await Promise.allSettled([parts.db.warm?.(WARM_CONNECTIONS), parts.limiter.warm?.()]);
   for (const result of results)
     if (result.status === 'rejected')
       parts.logger.warn({ err: result.reason }, 'warm-up step failed; first requests may be slower');
+}
+
+/**
+ * Requests no one is billed for, through the server in process (no socket), then a full garbage collection of
+ * what start-up left (compiled schemas, migrations), which otherwise ran during the first requests (measured:
+ * about 30 ms of pause). The first answers of a route then cost what later ones do: a key that is not
+ * valid walks the chat route's hooks, the key lookup and the error answer; the model list its serializer.
+ */
+export async function warmRequests(app: FastifyInstance): Promise<void> {
+  const unknownKey = `tg-warm-up-${'0'.repeat(32)}`;
+  await app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    headers: { authorization: `Bearer ${unknownKey}`, 'content-type': 'application/json' },
+    payload: '{}',
+  });
+  await app.inject({ method: 'GET', url: '/v1/models' });
   collectGarbage();
 }
 
 function collectGarbage(): void {
   const exposed = (globalThis as { gc?: () => void }).gc;
   if (exposed) return exposed();
-  // V8 exposes `gc` to contexts created after the flag is set; the flag stays on, the main context unchanged.
+  // V8 exposes `gc` to contexts created after the flag is set; the main context is unchanged.
   setFlagsFromString('--expose-gc');
   (runInNewContext('gc') as () => void)();
 }

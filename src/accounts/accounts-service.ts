@@ -81,6 +81,8 @@ export interface AccountsOptions {
 export class AccountsService {
   readonly #o: AccountsOptions;
   #adminHash: Buffer | undefined;
+  /** Key lookups under way, by the secret's hash. */
+  readonly #lookups = new Map<string, ReturnType<Store['accounts']['keyWithAccount']>>();
   #creations = 0;
 
   constructor(options: AccountsOptions) {
@@ -203,7 +205,13 @@ export class AccountsService {
       return { kind: 'admin' };
     let found;
     try {
-      found = await store.accounts.keyWithAccount(hash);
+      // A burst of a new key's first requests (a new instance's first seconds) reads it once.
+      let lookup = this.#lookups.get(hash);
+      if (!lookup) {
+        lookup = store.accounts.keyWithAccount(hash).finally(() => this.#lookups.delete(hash));
+        this.#lookups.set(hash, lookup);
+      }
+      found = await lookup;
     } catch (error) {
       // The database is away: a key this instance knew is still served (what the bus says still applies).
       const stale = error instanceof StoreUnavailableError ? cache.stale(secret, now) : undefined;

@@ -8,7 +8,7 @@ import { StoreUnavailableError } from '../store/db.ts';
 import type { AccountRecord, ApiKeyRecord } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import { AccountsService } from './accounts-service.ts';
-import { KeyCache, MAX_STALE_MS } from './key-cache.ts';
+import { KeyCache, MAX_STALE_MS, STALE_RECHECK_MS } from './key-cache.ts';
 
 const SECRET = 'tg-0123456789abcdef0123456789abcdef';
 const key = {
@@ -42,7 +42,11 @@ describe('key cache through a database outage', () => {
     assert.equal(cache.get(SECRET, 999)?.key.id, 'key_1');
     assert.equal(cache.get(SECRET, 1_000), undefined);
     assert.equal(cache.stale(SECRET, 1_000)?.key.id, 'key_1');
-    assert.equal(cache.stale(SECRET, 1_000 + MAX_STALE_MS), undefined);
+    assert.equal(cache.get(SECRET, 1_000 + STALE_RECHECK_MS - 1)?.key.id, 'key_1', 'served again meanwhile');
+    assert.equal(cache.get(SECRET, 1_000 + STALE_RECHECK_MS), undefined, 'then the database is asked again');
+    assert.equal(cache.stale(SECRET, 1_000 + MAX_STALE_MS - 1)?.key.id, 'key_1');
+    assert.equal(cache.get(SECRET, 1_000 + MAX_STALE_MS), undefined);
+    assert.equal(cache.stale(SECRET, 1_000 + MAX_STALE_MS), undefined, 'counted from the first lifetime');
     cache.invalidate({ keyId: 'key_1' });
     assert.equal(cache.stale(SECRET, 1_001), undefined, 'an invalidation drops the stale entry too');
   });

@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   });
   const adminSecret = await services.accounts.ensureAdminKey();
   const app = createApp(services);
-  // Routes are compiled before the services start: the start's warm-up then collects that garbage too.
+  // Routes are compiled first, so the warm-up requests below find them ready and collect their garbage.
   await app.ready();
   // Recovery (spooled settlements, orphaned holds) finishes before the first request can take a new hold.
   await services.start();

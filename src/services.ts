@@ -273,7 +273,7 @@ export function createServices(options: ServicesOptions): Services {
       ]);
       dispatcher.start();
       // What the first requests would otherwise pay for: connections, scripts, parsing and the tokenizer.
-      await warmUp({ db: store.db, limiter, config, logger });
+      await warmUp({ store, limiter, config, logger, now: clock() });
       started = true;
     },
     async close() {

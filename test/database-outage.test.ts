@@ -18,7 +18,7 @@ import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 const ADMIN = 'tg-admin-outage-test-0123456789abcdef';
 const INSTANCES = 3;
 const ACCOUNTS = 3;
-/** USD 20 each: thousands of these requests' cost, but only ~33 of their worst cases (no max_tokens). */
+/** USD 20 each: thousands of these requests' cost, but only ~270 of their worst cases (no max_tokens). */
 const CREDIT_MICROS = 20_000_000;
 const CUT_MS = 10_000;
 const postgres = BACKENDS.find((b) => b.name === 'postgres');

@@ -203,14 +203,27 @@ export class AccountsService {
     const hash = hashSecret(secret);
     if (this.#adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#adminHash))
       return { kind: 'admin' };
+    // A burst of a new key's first requests (a new instance's first seconds) reads it once.
+    let lookup = this.#lookups.get(hash);
+    if (!lookup) {
+      lookup = store.accounts.keyWithAccount(hash).finally(() => this.#lookups.delete(hash));
+      this.#lookups.set(hash, lookup);
+    }
+    // Served stale already (the database failed its last lookup): it stays served while the lookup runs, so a
+    // database that hangs rather than refuses holds up no request of it.
+    const lapsed = cache.lapsed(secret, now);
+    if (lapsed) {
+      void lookup.then(
+        (fresh) =>
+          fresh
+            ? cache.set(secret, fresh.key, fresh.account, clock())
+            : cache.invalidate({ keyId: lapsed.key.id }),
+        (error: unknown) => error instanceof StoreUnavailableError && cache.stale(secret, clock()),
+      );
+      return principalOf(lapsed.key, lapsed.account, now, clientIp);
+    }
     let found;
     try {
-      // A burst of a new key's first requests (a new instance's first seconds) reads it once.
-      let lookup = this.#lookups.get(hash);
-      if (!lookup) {
-        lookup = store.accounts.keyWithAccount(hash).finally(() => this.#lookups.delete(hash));
-        this.#lookups.set(hash, lookup);
-      }
       found = await lookup;
     } catch (error) {
       // The database is away: a key this instance knew is still served (what the bus says still applies).

@@ -77,6 +77,40 @@ describe('key cache through a database outage', () => {
     await assert.rejects(accounts.authenticate(SECRET, '127.0.0.1'), StoreUnavailableError);
   });
 
+  it('once served stale, a key is not held up by a lookup that hangs, and a lookup that answers refreshes it', async () => {
+    const cache = new KeyCache({ ttlMs: 1_000 });
+    const clock = { now: 0 };
+    let answer: (found: unknown) => void = () => {};
+    let mode: 'up' | 'refuse' | 'hang' = 'up';
+    const accounts = service(
+      async () => {
+        if (mode === 'refuse') throw new StoreUnavailableError(new Error('connect ECONNREFUSED'));
+        if (mode === 'hang') return new Promise((resolve) => (answer = resolve));
+        return { key, account };
+      },
+      cache,
+      clock,
+    );
+    await accounts.authenticate(SECRET, '127.0.0.1');
+    mode = 'refuse';
+    clock.now = 2_000;
+    await accounts.authenticate(SECRET, '127.0.0.1');
+    mode = 'hang';
+    clock.now = 2_000 + STALE_RECHECK_MS;
+    const served = await Promise.race([
+      accounts.authenticate(SECRET, '127.0.0.1').then((p) => p.kind),
+      new Promise((resolve) => setTimeout(() => resolve('held up'), 1_000)),
+    ]);
+    assert.equal(served, 'user');
+    answer({ key, account: { ...account, status: 'suspended' } });
+    await new Promise((resolve) => setImmediate(resolve));
+    await assert.rejects(
+      accounts.authenticate(SECRET, '127.0.0.1'),
+      (error: unknown) => error instanceof GatewayError && error.code === 'forbidden',
+      'the answer of the lookup replaced the stale entry',
+    );
+  });
+
   it('a revoked key stays refused from the stale entry', async () => {
     const cache = new KeyCache({ ttlMs: 1_000 });
     cache.set(SECRET, { ...key, status: 'revoked' }, account, 0);

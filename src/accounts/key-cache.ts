@@ -50,6 +50,12 @@ export class KeyCache {
     return entry;
   }
 
+  /** An entry already served stale (its last lookup failed), while it may still be: undefined otherwise. */
+  lapsed(secret: string, now: number): CachedKey | undefined {
+    const entry = this.#bySecret.get(secret);
+    return entry?.lapsedAt !== undefined && entry.lapsedAt + MAX_STALE_MS > now ? entry : undefined;
+  }
+
   set(secret: string, key: ApiKeyRecord, account: AccountRecord, now: number): void {
     if (this.#bySecret.size >= this.#maxEntries) {
       const oldest = this.#bySecret.keys().next();

@@ -125,10 +125,9 @@ export function createApp(services: Services): FastifyInstance {
 
   // Each route plugin gets only the services it uses, and its paths relative to its prefix.
   const { accounts, clock, config, metrics, operators, payments, sessions, signups } = services;
-  const { startedAt, usage, webhooks } = services;
+  const { readiness, startedAt, usage, webhooks } = services;
   const health = () => services.health();
-  const { fleet } = services;
-  void app.register(publicRoutes, { accounts, config, health, metrics, startedAt, fleet });
+  void app.register(publicRoutes, { accounts, config, health, metrics, readiness, startedAt });
   void app.register(statusRoutes, { config, operators });
   void app.register(authRoutes, { prefix: '/api/auth', accounts, signups });
   void app.register(sessionRoutes, { prefix: '/api/auth', config, sessions, signups });

@@ -4,6 +4,7 @@ import { ConfigError, type ConfigFile, loadConfig } from './config/load-config.t
 import { createLogger } from './observability/create-logger.ts';
 import { createMetricsServer, listenMetrics } from './observability/metrics-server.ts';
 import { installFaultPolicy } from './observability/process-faults.ts';
+import { warmRequests } from './observability/warm-up.ts';
 import { createServices } from './services.ts';
 import { createSecretBox, gatedSecretBox } from './shared/secret-box.ts';
 import { checkSchemaBeforeStart, recordOldestRelease, VersionRefusal } from './fleet/schema-check.ts';
@@ -107,12 +108,16 @@ async function main(): Promise<void> {
   services.fleet.onMustStop(() => stop('version contract'));
   const adminSecret = await services.accounts.ensureAdminKey();
   const app = createApp(services);
+  // Routes are compiled first, so the warm-up requests below find them ready and collect their garbage.
+  await app.ready();
   // Recovery (spooled settlements, orphaned holds) finishes before the first request can take a new hold.
   await services.start();
+  await warmRequests(app);
 
   const metricsAddress = config.security.metricsAddress;
   const metricsServer = metricsAddress ? createMetricsServer(services.metrics, logger) : undefined;
   let draining = false;
+  services.readiness.require('not draining', () => !draining);
   /** The listens under way: a drain waits for them, so it closes servers that are listening. */
   let listening: Promise<string> = Promise.resolve('');
   /** Ends the process now; settlements still waiting go to the spool first (written synchronously). */

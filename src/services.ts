@@ -21,6 +21,8 @@ import { type SessionPolicy, SessionsService } from './accounts/sessions-service
 import { effectiveLimits } from './limits/effective-limits.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
 import { createHealthCheck, type HealthReport } from './observability/health.ts';
+import { Readiness } from './observability/readiness.ts';
+import { warmUp } from './observability/warm-up.ts';
 import { Metrics } from './observability/metrics.ts';
 import { createOperators, type Operators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
@@ -76,6 +78,8 @@ export interface Services {
   fleet: FleetWatch;
   /** The health report (`GET /health`). */
   health(): Promise<HealthReport>;
+  /** Whether this instance can serve at full speed (`GET /health/ready`): a list of named conditions. */
+  readiness: Readiness;
   /** Starts background work (settlement flushing, webhooks, scheduled jobs). */
   start(): Promise<void>;
   /** Stops background work and flushes what is queued; the store closes after. */
@@ -164,6 +168,10 @@ export function createServices(options: ServicesOptions): Services {
       );
   };
   const holds = options.holds ?? createHoldBook(store);
+  const readiness = new Readiness();
+  let started = false;
+  readiness.require('started', () => started);
+  if (holds.ready) readiness.require('credit holds', () => holds.ready?.() ?? true);
   const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger, limiter, holds });
   const instanceId = newId('inst');
   const settlements = new SettlementQueue(store.ledger, logger, {
@@ -197,6 +205,10 @@ export function createServices(options: ServicesOptions): Services {
     singleProcess: store.db.capabilities.singleProcess,
     force: options.forceVersion ?? false,
     ...(holds.liveInstances ? { liveWriters: (now: number) => holds.liveInstances!(now) } : {}),
+  });
+  readiness.require('version contract', () => {
+    const condition = fleet.readiness();
+    return condition.ok || condition.detail || 'not judged yet';
   });
   const ledgerMoves =
     holds.forget && store.db.capabilities.ledgerTriggers
@@ -285,6 +297,7 @@ export function createServices(options: ServicesOptions): Services {
     signups: new SignupGuard(limiter, clock),
     fleet,
     health: createHealthCheck({ store, limiter, settlements, router, clock, startedAt }),
+    readiness,
     async start() {
       await fleet.start();
       const replayed = await settlements.replaySpool();
@@ -309,6 +322,9 @@ export function createServices(options: ServicesOptions): Services {
         ...(holds.rowsInStore ? [createInstanceLeaseJob(store, clock, instanceId)] : []),
       ]);
       dispatcher.start();
+      // What the first requests would otherwise pay for: connections, scripts, parsing and the tokenizer.
+      await warmUp({ store, limiter, config, logger, now: clock() });
+      started = true;
     },
     async close() {
       await scheduler.stop();

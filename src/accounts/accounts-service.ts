@@ -19,6 +19,7 @@ import {
   NO_KEY_CONTROLS,
 } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
+import { StoreUnavailableError } from '../store/db.ts';
 import { type AccountSummary, readAccountSummary } from './account-summary.ts';
 import { createSecret, hashSecret, isPlausibleSecret } from './api-key-secret.ts';
 import type { KeyCache } from './key-cache.ts';
@@ -82,6 +83,8 @@ export class AccountsService {
   readonly #o: AccountsOptions;
   readonly #failedAuth: FailedAuthThrottle;
   #adminHash: Buffer | undefined;
+  /** Key lookups under way, by the secret's hash. */
+  readonly #lookups = new Map<string, ReturnType<Store['accounts']['keyWithAccount']>>();
   #creations = 0;
 
   constructor(options: AccountsOptions) {
@@ -205,7 +208,34 @@ export class AccountsService {
     const hash = hashSecret(secret);
     if (this.#adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#adminHash))
       return { kind: 'admin' };
-    const found = await store.accounts.keyWithAccount(hash);
+    // A burst of a new key's first requests (a new instance's first seconds) reads it once.
+    let lookup = this.#lookups.get(hash);
+    if (!lookup) {
+      lookup = store.accounts.keyWithAccount(hash).finally(() => this.#lookups.delete(hash));
+      this.#lookups.set(hash, lookup);
+    }
+    // Served stale already (the database failed its last lookup): it stays served while the lookup runs, so a
+    // database that hangs rather than refuses holds up no request of it.
+    const lapsed = cache.lapsed(secret, now);
+    if (lapsed) {
+      void lookup.then(
+        (fresh) =>
+          fresh
+            ? cache.set(secret, fresh.key, fresh.account, clock())
+            : cache.invalidate({ keyId: lapsed.key.id }),
+        (error: unknown) => error instanceof StoreUnavailableError && cache.stale(secret, clock()),
+      );
+      return principalOf(lapsed.key, lapsed.account, now, clientIp);
+    }
+    let found;
+    try {
+      found = await lookup;
+    } catch (error) {
+      // The database is away: a key this instance knew is still served (what the bus says still applies).
+      const stale = error instanceof StoreUnavailableError ? cache.stale(secret, now) : undefined;
+      if (!stale) throw error;
+      return principalOf(stale.key, stale.account, now, clientIp);
+    }
     if (!found) {
       await this.#failedAuth.failed(clientIp);
       throw new GatewayError('unauthorized', 'missing or invalid API key');

@@ -1,10 +1,19 @@
 import type { AccountRecord, ApiKeyRecord } from '../store/records.ts';
 
+/** How long past its lifetime a cached key may still be used while the database is unreachable. */
+export const MAX_STALE_MS = 60 * 60_000;
+/** While a key is used stale, how often the database is asked again (one lookup, not one per request). */
+export const STALE_RECHECK_MS = 5_000;
+
 export interface CachedKey {
   key: ApiKeyRecord;
   account: AccountRecord;
   expiresAt: number;
+  /** When its lifetime ended, once it is used stale (expiresAt then says when to ask the database again). */
+  lapsedAt?: number;
 }
+
+const lapsed = (entry: CachedKey): number => entry.lapsedAt ?? entry.expiresAt;
 
 /**
  * The in-process cache of key lookups, by the presented secret (process memory only, never stored or
@@ -24,8 +33,27 @@ export class KeyCache {
   get(secret: string, now: number): CachedKey | undefined {
     const entry = this.#bySecret.get(secret);
     if (entry && entry.expiresAt > now) return entry;
-    if (entry) this.#bySecret.delete(secret);
+    if (entry && lapsed(entry) + MAX_STALE_MS <= now) this.#bySecret.delete(secret);
     return undefined;
+  }
+
+  /**
+   * An entry past its lifetime, for use only while the database cannot be asked: it is still invalidated by
+   * every revocation, suspension and plan change the bus carries. Undefined once it is MAX_STALE_MS past it.
+   * An entry used stale is served from the cache again for STALE_RECHECK_MS before the database is asked.
+   */
+  stale(secret: string, now: number): CachedKey | undefined {
+    const entry = this.#bySecret.get(secret);
+    if (!entry || lapsed(entry) + MAX_STALE_MS <= now) return undefined;
+    entry.lapsedAt = lapsed(entry);
+    entry.expiresAt = Math.min(now + STALE_RECHECK_MS, entry.lapsedAt + MAX_STALE_MS);
+    return entry;
+  }
+
+  /** An entry already served stale (its last lookup failed), while it may still be: undefined otherwise. */
+  lapsed(secret: string, now: number): CachedKey | undefined {
+    const entry = this.#bySecret.get(secret);
+    return entry?.lapsedAt !== undefined && entry.lapsedAt + MAX_STALE_MS > now ? entry : undefined;
   }
 
   set(secret: string, key: ApiKeyRecord, account: AccountRecord, now: number): void {

@@ -49,6 +49,11 @@ export interface HoldBook {
   forget?(accountId: string, version: number): Promise<void>;
   /** The instances holding credit where this book does (live leases of holds in Redis). */
   liveInstances?(now: number): Promise<string[]>;
+  /**
+   * Whether a hold can be taken now without waiting (holds in Redis: the generation is known, no fence is in
+   * force, the scripts are loaded); a book without it is always ready.
+   */
+  ready?(): boolean;
   /** Starts the book's own heartbeat (holds in Redis); finished requests of dead instances go to `charge`. */
   start?(charge: (settlement: Settlement) => void): Promise<void>;
   /** A clean stop, after every settlement committed: releases what this instance still holds. */

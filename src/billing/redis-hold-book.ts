@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { RedisScript, type RedisClient } from '../limits/redis-limiter.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
+import { StoreUnavailableError } from '../store/db.ts';
 import type { LedgerRepo, SettledAccounts } from '../store/ledger-repo.ts';
 import type { KeyBudget, Settlement } from '../store/records.ts';
 import type { HoldBook } from './hold-book.ts';
@@ -21,6 +22,7 @@ const settleScript = new RedisScript(SETTLE_SCRIPT);
 const releaseInstanceScript = new RedisScript(RELEASE_INSTANCE_SCRIPT);
 const finishScript = new RedisScript(FINISH_SCRIPT);
 const reassertScript = new RedisScript(REASSERT_SCRIPT);
+const SCRIPTS = [holdScript, seedScript, settleScript, releaseInstanceScript, finishScript, reassertScript];
 
 /** How long an instance's Redis lease lasts without a heartbeat, and how often it beats. */
 export const REDIS_LEASE_MS = 30_000;
@@ -85,6 +87,8 @@ export class RedisHoldBook implements HoldBook {
   /** Settlements committed to the ledger whose Redis update failed: tried again on each heartbeat. */
   #unapplied: PendingSettle[] = [];
   #generation: string | undefined;
+  /** The generation whose Redis has the scripts loaded (a Redis restarted empty has none). */
+  #scriptsIn: string | undefined;
   #fenceUntil = 0;
   #timer: NodeJS.Timeout | undefined;
   #beating: Promise<void> | undefined;
@@ -145,7 +149,9 @@ export class RedisHoldBook implements HoldBook {
     try {
       return await this.#hold(requestId, accountId, amountMicros, now, expiresAt, key);
     } catch (error) {
-      if (error instanceof GatewayError || !isRedisFailure(error)) throw error;
+      // The ledger's outage is the database's 503, though its message may name the same socket errors.
+      if (error instanceof GatewayError || error instanceof StoreUnavailableError || !isRedisFailure(error))
+        throw error;
       throw new GatewayError(
         'service_unavailable',
         'credit cannot be reserved right now (the hold store is unreachable); retry shortly',
@@ -246,11 +252,11 @@ export class RedisHoldBook implements HoldBook {
   async finished(settlement: Settlement): Promise<void> {
     if (!this.#mine.has(settlement.requestId)) return;
     await finishScript
-      .run(
-        this.#redis,
-        [this.#keys(settlement.accountId)[1]!],
-        [settlement.requestId, JSON.stringify(settlement)],
-      )
+      .run(this.#redis, this.#keys(settlement.accountId), [
+        settlement.requestId,
+        JSON.stringify(settlement),
+        settlement.costMicros,
+      ])
       .catch((error: unknown) =>
         this.#logger.debug({ err: error }, 'could not journal a finished request on its hold'),
       );
@@ -336,6 +342,23 @@ export class RedisHoldBook implements HoldBook {
     return Number((await this.#redis.hget(this.#keys(accountId)[3]!, keyId)) ?? 0);
   }
 
+  /**
+   * Whether a hold is taken now without waiting: the generation is known (a new one's fence has passed) and
+   * the scripts are loaded. Start-up waits for this before the instance says it is ready.
+   */
+  ready(): boolean {
+    return (
+      this.#generation !== undefined && this.#scriptsIn === this.#generation && Date.now() >= this.#fenceUntil
+    );
+  }
+
+  async #loadScripts(): Promise<void> {
+    const generation = this.#generation;
+    if (generation === undefined || this.#scriptsIn === generation) return;
+    await Promise.all(SCRIPTS.map((script) => script.load(this.#redis)));
+    this.#scriptsIn = generation;
+  }
+
   /** Starts the heartbeat: the lease, the generation check, retries, and releasing dead instances' holds. */
   async start(charge?: (settlement: Settlement) => void): Promise<void> {
     this.#charge ??= charge;
@@ -368,6 +391,7 @@ export class RedisHoldBook implements HoldBook {
     await this.#redis.zadd(this.#instances, Date.now() + REDIS_LEASE_MS, this.instanceId);
     this.#beatAt = 0;
     await this.#checkGeneration();
+    await this.#loadScripts();
     if (this.#unapplied.length > 0 && Date.now() >= this.#settleAt) await this.#retryUnapplied();
     await this.releaseDeadInstances(Date.now());
   }

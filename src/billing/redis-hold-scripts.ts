@@ -115,13 +115,22 @@ redis.call('HDEL', KEYS[1], 'bal')
 return finished
 `;
 
-/** KEYS: holds. ARGV: request id, its settlement JSON. Journals a finished request on its hold. */
+/** KEYS: bal, holds, kspent, kheld. ARGV: request id, its settlement JSON, its cost. Journals a finished request on
+ *  its hold, and lowers the hold from the worst case to the cost (what its settlement will charge, at most): a
+ *  settlement that waits (the database is away) keeps its charge reserved, not the request's worst case. */
 export const FINISH_SCRIPT = `
-local entry = redis.call('HGET', KEYS[1], ARGV[1])
+local entry = redis.call('HGET', KEYS[2], ARGV[1])
 if not entry then return 0 end
 local hold = cjson.decode(entry)
 hold.s = ARGV[2]
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(hold))
+local cost = tonumber(ARGV[3])
+if cost >= 0 and cost < hold.a then
+  local freed = hold.a - cost
+  redis.call('HINCRBY', KEYS[1], 'held', -freed)
+  if hold.k ~= '' then redis.call('HINCRBY', KEYS[4], hold.k, -freed) end
+  hold.a = cost
+end
+redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(hold))
 return 1
 `;
 

@@ -91,6 +91,8 @@ export interface Limiter {
   dailyTokens(subject: string, now: number): Promise<number>;
   /** Whether the shared backend is reachable (always true in memory). */
   healthy(): boolean;
+  /** Shared limiters: loads what the first admission would otherwise load (Redis: its scripts). */
+  warm?(): Promise<void>;
   readonly backend: string;
   close(): Promise<void>;
 }

@@ -28,6 +28,10 @@ export class RedisScript {
     this.#source = source;
     this.#sha = createHash('sha1').update(source).digest('hex');
   }
+  /** Loads the script into Redis ahead of its first run (SCRIPT LOAD). */
+  async load(redis: RedisClient): Promise<void> {
+    await redis.script('LOAD', this.#source);
+  }
   /** EVALSHA, loading the script once if Redis does not have it (after a restart or a flush). */
   async run(redis: RedisClient, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
@@ -168,6 +172,12 @@ export class RedisLimiter implements Limiter {
     if (this.#redis.status === 'ready') return true;
     this.#whenDown?.();
     return false;
+  }
+
+  async warm(): Promise<void> {
+    await Promise.all(
+      [admitScript, reconcileScript, releaseScript].map((script) => script.load(this.#redis)),
+    );
   }
 
   async close(): Promise<void> {}

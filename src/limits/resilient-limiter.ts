@@ -101,6 +101,11 @@ export class ResilientLimiter implements Limiter {
   }
 
   /** Limits are shared and Redis answers: false while unreachable or while its admissions fail. */
+  /** Loads the scripts while Redis answers; a Redis still away is not waited for (admissions fall back). */
+  async warm(): Promise<void> {
+    if (this.#redis.healthy()) await this.#redis.warm().catch(() => {});
+  }
+
   healthy(): boolean {
     return this.#failure !== 'script' && this.#redis.healthy();
   }

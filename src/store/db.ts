@@ -74,6 +74,8 @@ export interface Db {
   onAvailability?: ((available: boolean, error?: unknown) => void) | undefined;
   /** Checks the connection; resolves to the round trip in milliseconds. */
   ping(): Promise<number>;
+  /** Opens up to `connections` pooled connections now (engines with a pool), so first requests find them. */
+  warm?(connections: number): Promise<void>;
   close(): Promise<void>;
 }
 

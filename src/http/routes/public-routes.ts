@@ -12,7 +12,7 @@ import { presentModel, presentPlan } from '../present.ts';
  * Mounted without a prefix: its paths are the spec's own.
  */
 export const publicRoutes: FastifyPluginAsync<
-  Pick<Services, 'accounts' | 'config' | 'health' | 'metrics' | 'startedAt' | 'fleet'>
+  Pick<Services, 'accounts' | 'config' | 'health' | 'metrics' | 'readiness' | 'startedAt'>
 > = async (app, services) => {
   /** Who the key in Authorization is: undefined without one; a key that is not valid throws its 401 or 403. */
   const principalOf = async (request: FastifyRequest): Promise<Principal | undefined> => {
@@ -33,11 +33,16 @@ export const publicRoutes: FastifyPluginAsync<
     return reply.status(status).send(principal?.kind === 'admin' ? report : { status: report.status });
   });
 
-  // Whether a load balancer should send this instance traffic: every named condition holds.
-  app.get('/health/ready', async (_request, reply) => {
-    const conditions = [services.fleet.readiness()];
-    const ready = conditions.every((condition) => condition.ok);
-    return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', conditions });
+  // Readiness, apart from liveness (`/health`): 503 naming the unmet conditions until this instance serves at
+  // full speed. No key, no I/O: a probe every second costs nothing.
+  app.get('/health/ready', async () => {
+    const unmet = services.readiness.unmet();
+    if (unmet.length === 0) return { status: 'ready' };
+    throw new GatewayError(
+      'service_unavailable',
+      `this instance is not ready yet (waiting for: ${unmet.join(', ')}); retry after the Retry-After delay or use another instance`,
+      { retryAfterMs: NOT_READY_RETRY_MS },
+    );
   });
 
   app.get('/plans', async () => ({
@@ -77,5 +82,8 @@ export const publicRoutes: FastifyPluginAsync<
     return reply.type(services.metrics.registry.contentType).send(body);
   });
 };
+
+/** What a client is told to wait while an instance is not ready (start-up takes about a second). */
+const NOT_READY_RETRY_MS = 1_000;
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();

@@ -148,6 +148,15 @@ class PostgresDb implements Db {
     return performance.now() - started;
   }
 
+  async warm(connections: number): Promise<void> {
+    const pool = this.#pool;
+    const clients = await Promise.all(
+      Array.from({ length: Math.min(connections, pool.options.max) }, () => pool.connect()),
+    );
+    await Promise.all(clients.map((client) => client.query('SELECT 1')));
+    for (const client of clients) client.release();
+  }
+
   async close(): Promise<void> {
     if (this.#client instanceof pg.Pool) await this.#client.end();
   }

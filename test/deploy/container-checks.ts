@@ -43,11 +43,13 @@ export async function containerChecks(
     { needed: true },
   );
   await checks.check('the image runs as a non-root user with a volume, a health check and tini', async () => {
-    const config = JSON.parse(await podman.must(['image', 'inspect', '--format', '{{json .Config}}', IMAGE]));
-    assert.equal(config.User, '10001:10001');
-    assert.ok(config.Volumes['/var/lib/tollgate'], JSON.stringify(config.Volumes));
-    assert.deepEqual(config.Entrypoint, ['/usr/bin/tini', '--']);
-    assert.match(config.Healthcheck.Test.join(' '), /\/health/);
+    const [image] = JSON.parse(await podman.must(['image', 'inspect', IMAGE]));
+    assert.equal(image.Config.User, '10001:10001');
+    assert.ok(image.Config.Volumes['/var/lib/tollgate'], JSON.stringify(image.Config.Volumes));
+    assert.deepEqual(image.Config.Entrypoint, ['/usr/bin/tini', '--']);
+    // podman reports the Docker-format health check beside the config, Docker inside it.
+    const healthcheck = image.HealthCheck ?? image.Healthcheck ?? image.Config.Healthcheck;
+    assert.match(JSON.stringify(healthcheck?.Test), /\/health/);
   });
   const yaml = join(work, 'tollgate.yaml');
   writeFileSync(yaml, 'simulator:\n  chunk_interval_ms: 40\n');

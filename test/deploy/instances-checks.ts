@@ -87,7 +87,7 @@ export async function instancesChecks(
         const deadline = Date.now() + 5_000;
         let status = 200;
         while (status === 200 && Date.now() < deadline) status = await chat(two, account.key);
-        assert.equal(status, 401, 'the other instance still accepts the revoked key');
+        assert.equal(status, 403, 'the other instance still accepts the revoked key');
       },
     );
     await checks.check('SIGTERM stops both, exit 0', async () => {

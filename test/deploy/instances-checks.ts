@@ -73,7 +73,7 @@ export async function instancesChecks(
       { needed: true },
     );
     await checks.check(
-      'a key made on one instance works on the other; revoked on one, refused on the other',
+      'a key made on one instance works on the other; revoked on one, refused (403) on the other',
       async () => {
         const [one, two] = PORTS.map((port) => `http://127.0.0.1:${port}`) as [string, string];
         const account = await register(one, 'instances@example.com');

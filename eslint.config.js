@@ -3,7 +3,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'data', 'bench/.peer', 'coverage', 'web/dist', 'dist', '.stryker-tmp*', 'reports'] },
+  {
+    ignores: [
+      'node_modules',
+      'data',
+      'bench/.peer',
+      'coverage',
+      'web/dist',
+      'dist',
+      '.stryker-tmp*',
+      'reports',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -34,5 +45,14 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
-  { files: ['eslint.config.js', 'src/cli/tollgate.js', 'bin/tollgate.js', 'scripts/prepare.js'], ...tseslint.configs.disableTypeChecked },
+  {
+    files: [
+      'eslint.config.js',
+      'src/cli/tollgate.js',
+      'bin/tollgate.js',
+      'scripts/prepare.js',
+      'scripts/build.js',
+    ],
+    ...tseslint.configs.disableTypeChecked,
+  },
 );

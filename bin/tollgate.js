@@ -3,6 +3,7 @@
 // (src/cli/tollgate.js); in the installed package, which holds only the built JavaScript, it runs dist/.
 import { existsSync } from 'node:fs';
 import process from 'node:process';
+import { URL } from 'node:url';
 
 const SOURCE = new URL('../src/cli/tollgate.js', import.meta.url);
 const BUILT = new URL('../dist/cli/main.js', import.meta.url);

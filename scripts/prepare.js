@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createRequire } from 'node:module';
 import process from 'node:process';
+import { URL } from 'node:url';
 
 const require = createRequire(import.meta.url);
 let vite;

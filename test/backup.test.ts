@@ -40,7 +40,9 @@ const chat = (url: string, key: string): Promise<Response> =>
   });
 
 const usageRequests = async (url: string, key: string): Promise<number> => {
-  const response = await fetch(`${url}/api/usage?group_by=model`, { headers: { authorization: `Bearer ${key}` } });
+  const response = await fetch(`${url}/api/usage?group_by=model`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
   const body: any = await response.json();
   assert.equal(response.status, 200, JSON.stringify(body));
   return (body.data as { requests: number }[]).reduce((sum, row) => sum + row.requests, 0);
@@ -106,7 +108,9 @@ describe('tollgate backup (the embedded store)', () => {
     gateway = await startGatewayProcess({ DATABASE_URL: `sqlite:${copy}` });
     assert.ok((await usageRequests(gateway.url, key)) >= before, 'the copy lost usage recorded before it');
     assert.equal((await chat(gateway.url, key)).status, 200, 'the key works on the copy');
-    const account = await fetch(`${gateway.url}/api/account`, { headers: { authorization: `Bearer ${key}` } });
+    const account = await fetch(`${gateway.url}/api/account`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     const restored: any = await account.json();
     assert.equal(account.status, 200, JSON.stringify(restored));
     assert.equal(restored.email ?? restored.account?.email, 'backup@example.com');

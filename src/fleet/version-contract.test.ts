@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { FleetLease } from '../store/fleet-repo.ts';
 import { splitStatements } from '../store/migrate.ts';
 import { createSecretBox, gatedSecretBox } from '../shared/secret-box.ts';
-import { compareReleases } from './release.ts';
+import { compareReleases, RELEASE_VERSION } from './release.ts';
 import { judgeFleet } from './version-contract.ts';
 
 const self = { instanceId: 'inst_me', release: '0.3.0', oldestPeer: '0.2.0' };
@@ -23,6 +24,13 @@ const lease = (
 });
 
 describe('the version contract', () => {
+  it('states the release the package is published as', () => {
+    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    assert.equal(RELEASE_VERSION, manifest.version);
+  });
+
   it('compares releases by number, not by text', () => {
     assert.ok(compareReleases('0.10.0', '0.9.0') > 0);
     assert.ok(compareReleases('0.2.0', '0.2.1') < 0);

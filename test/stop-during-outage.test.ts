@@ -23,6 +23,8 @@ const skip =
   (await redisServerMissing()) ??
   (postgres ? await postgres.unavailable() : 'PostgreSQL backend excluded by TOLLGATE_TEST_BACKENDS');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A time limit for a race: it does not keep the test process alive once the race is decided. */
+const deadline = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
 /** The window over which idle CPU and memory are measured during an outage. */
 const IDLE_WINDOW_MS = 15_000;
 
@@ -130,7 +132,7 @@ describe('stopping a gateway process while a backing service is away', { skip: s
   ): Promise<{ code: number | string; tookMs: number }> => {
     const sent = Date.now();
     gateway.child.kill('SIGTERM');
-    const code = await Promise.race([gateway.exited, sleep(limitMs).then(() => 'still running')]);
+    const code = await Promise.race([gateway.exited, deadline(limitMs).then(() => 'still running' as const)]);
     return { code, tookMs: Date.now() - sent };
   };
 

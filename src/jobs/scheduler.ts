@@ -57,6 +57,7 @@ export class Scheduler {
           logger: this.#logger,
           policy: { initialMs: job.everyMs, maxMs: job.everyMs * 10 },
           report: this.#report,
+          outageLoggedElsewhere: true,
           message: `background job ${job.name} fails`,
           recovered: `background job ${job.name} succeeds again`,
         }),

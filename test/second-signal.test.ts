@@ -18,7 +18,7 @@ describe('a second signal while draining', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tollgate-second-signal-'));
-    writeFileSync(join(dir, 'tollgate.yaml'), 'simulator:\n  chunk_interval_ms: 100\n');
+    writeFileSync(join(dir, 'tollgate.yaml'), 'simulator:\n  chunk_interval_ms: 400\n');
     gateway = await startGatewayProcess({
       DATABASE_URL: `sqlite:${join(dir, 'tollgate.db')}`,
       TOLLGATE_CONFIG: join(dir, 'tollgate.yaml'),
@@ -37,7 +37,7 @@ describe('a second signal while draining', () => {
       body: JSON.stringify({ email: 'twice@example.com', password: 'correct horse battery' }),
     });
     const key = ((await registered.json()) as { api_key: { key: string } }).api_key.key;
-    // A stream of about 20 s: the drain would wait for it.
+    // A stream of several seconds (about 20 chunks, 400 ms apart): the drain would wait for it.
     const stream = fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ReplyError } from 'ioredis';
 import { pino } from 'pino';
 import type { RedisClient } from '../limits/redis-limiter.ts';
 import type { LedgerRepo } from '../store/ledger-repo.ts';
@@ -16,7 +15,7 @@ function scriptFailingRedis(): { redis: RedisClient; scripts: () => number } {
   let scripts = 0;
   const fail = async (): Promise<never> => {
     scripts++;
-    throw new ReplyError('ERR value is not an integer or out of range');
+    throw Object.assign(new Error('ERR value is not an integer or out of range'), { name: 'ReplyError' });
   };
   const redis = {
     status: 'ready',
@@ -54,7 +53,10 @@ const settlement = (requestId: string): Settlement => ({
 describe('releases of settled holds that Redis refuses with a script error', () => {
   it('back off, are logged once at error level and counted, and a stop tries them once', async () => {
     const lines: { level: number; msg: string }[] = [];
-    const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const logger = pino(
+      { level: 'debug' },
+      { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) },
+    );
     const { redis, scripts } = scriptFailingRedis();
     const book = new RedisHoldBook({ redis, ledger: {} as LedgerRepo, logger, prefix: 't' });
     let retried = 0;

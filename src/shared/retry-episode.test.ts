@@ -6,7 +6,10 @@ import { backoffDelay, RetryEpisode } from './retry-episode.ts';
 /** A logger that keeps its lines (level and message). */
 function capture(): { logger: pino.Logger; lines: { level: number; msg: string }[] } {
   const lines: { level: number; msg: string }[] = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const logger = pino(
+    { level: 'debug' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) },
+  );
   return { logger, lines };
 }
 

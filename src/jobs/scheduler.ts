@@ -70,6 +70,11 @@ export class Scheduler {
     }
   }
 
+  /** The database answers again: jobs skipping rounds on a backoff run at their next tick. */
+  retryNow(): void {
+    for (const retry of this.#retries.values()) retry.notBefore = 0;
+  }
+
   /** Runs a round of the job now, besides its timer (work was just queued); stop() waits for it. */
   kick(job: Job): void {
     if (this.#stopped || this.#clock() < (this.#retries.get(job.name)?.notBefore ?? 0)) return;

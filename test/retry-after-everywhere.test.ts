@@ -168,7 +168,7 @@ describe('SIGTERM under keep-alive load', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tollgate-retry-after-'));
-    writeFileSync(join(dir, 'tollgate.yaml'), 'simulator:\n  chunk_interval_ms: 100\n');
+    writeFileSync(join(dir, 'tollgate.yaml'), 'simulator:\n  chunk_interval_ms: 300\n');
     gateway = await startGatewayProcess({
       DATABASE_URL: `sqlite:${join(dir, 'tollgate.db')}`,
       TOLLGATE_CONFIG: join(dir, 'tollgate.yaml'),
@@ -230,7 +230,7 @@ describe('SIGTERM under keep-alive load', () => {
       const closed = new Promise<string>((resolve) => socket.on('close', () => resolve(bytes)));
       socket.on('error', () => {});
       socket.write(slowStream);
-      return { socket, closed };
+      return { socket, closed, streaming: () => bytes.startsWith('HTTP/1.1 200') };
     });
 
     // Keep-alive load: requests on pooled connections all through the stop.
@@ -259,7 +259,12 @@ describe('SIGTERM under keep-alive load', () => {
       }
     };
     const loaders = [load(), load(), load()];
-    await sleep(400);
+    // Every connection's stream has begun (the machine may be slow): each connection is busy at the stop.
+    for (let i = 0; i < 500 && !sockets.every((s) => s.streaming()); i++) await sleep(20);
+    assert.ok(
+      sockets.every((s) => s.streaming()),
+      'every slow stream began',
+    );
     gateway.child.kill('SIGTERM');
     for (let i = 0; i < 100 && !gateway.output().includes('draining in-flight requests'); i++)
       await sleep(20);

@@ -110,7 +110,11 @@ describe('stopping a gateway process while a backing service is away', { skip: s
   };
 
   /** A streamed chat request of ~2 s (20 chunks, 100 ms apart), read to its end; resolves to its status. */
-  const stream = async (gateway: RunningGateway, key: string): Promise<number> => {
+  const stream = async (
+    gateway: RunningGateway,
+    key: string,
+    started: () => void = () => {},
+  ): Promise<number> => {
     const response = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -121,8 +125,22 @@ describe('stopping a gateway process while a backing service is away', { skip: s
         messages: [{ role: 'user', content: 'a slow stream' }],
       }),
     });
+    started();
     await response.text();
     return response.status;
+  };
+
+  /** Streams that have begun (their headers are in): each resolves to its status once read to its end. */
+  const streamsUnderWay = async (gateway: RunningGateway, key: string, count: number) => {
+    const begun: Promise<void>[] = [];
+    const done = Array.from({ length: count }, () => {
+      let started!: () => void;
+      begun.push(new Promise<void>((resolve) => (started = resolve)));
+      return stream(gateway, key, started);
+    });
+    await Promise.all(begun);
+    await sleep(200);
+    return done;
   };
 
   /** SIGTERM; resolves to the exit status and how long the stop took (Infinity past `limitMs`). */
@@ -151,8 +169,7 @@ describe('stopping a gateway process while a backing service is away', { skip: s
     assert.equal(await stream(gateway, key), 200);
     // Streams in flight when Redis goes: they finish, their settlements commit in PostgreSQL, and the release
     // of their holds in Redis has to wait for Redis.
-    const streams = [stream(gateway, key), stream(gateway, key), stream(gateway, key)];
-    await sleep(400);
+    const streams = await streamsUnderWay(gateway, key, 3);
     await redisProxy.cut();
     assert.deepEqual(await Promise.all(streams), [200, 200, 200]);
     await sleep(2_000);
@@ -167,8 +184,7 @@ describe('stopping a gateway process while a backing service is away', { skip: s
     const gateway = await start();
     const key = await fundedKey(gateway);
     assert.equal(await stream(gateway, key), 200);
-    const streams = [stream(gateway, key), stream(gateway, key)];
-    await sleep(400);
+    const streams = await streamsUnderWay(gateway, key, 2);
     await pgProxy.cut();
     await Promise.all(streams);
     await sleep(2_000);

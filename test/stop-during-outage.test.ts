@@ -154,16 +154,17 @@ describe('stopping a gateway process while a backing service is away', { skip: s
     return { code, tookMs: Date.now() - sent };
   };
 
-  const assertIdle = async (gateway: RunningGateway, what: string): Promise<void> => {
+  const assertIdle = async (gateway: RunningGateway, what: string): Promise<string> => {
     const { coreShare, rssMiB } = await sampleIdle(gateway.child.pid!, IDLE_WINDOW_MS);
     const summary = `${(coreShare * 100).toFixed(1)} % of a core, RSS ${rssMiB.map((m) => m.toFixed(0)).join(' ')} MiB`;
     assert.ok(coreShare < 0.05, `${what}: an idle instance must not spin (${summary})`);
     const firstHalf = Math.max(...rssMiB.slice(0, Math.ceil(rssMiB.length / 2)));
     const last = rssMiB.at(-1)!;
     assert.ok(last - firstHalf < 16, `${what}: memory stays flat (${summary})`);
+    return summary;
   };
 
-  it('Redis cut with settlements waiting for it: idle and flat, then SIGTERM exits 0 within 30 s', async () => {
+  it('Redis cut with settlements waiting for it: idle and flat, then SIGTERM exits 0 within 30 s', async (t) => {
     const gateway = await start();
     const key = await fundedKey(gateway);
     assert.equal(await stream(gateway, key), 200);
@@ -173,14 +174,15 @@ describe('stopping a gateway process while a backing service is away', { skip: s
     await redisProxy.cut();
     assert.deepEqual(await Promise.all(streams), [200, 200, 200]);
     await sleep(2_000);
-    await assertIdle(gateway, 'Redis away');
+    t.diagnostic(`Redis away: ${await assertIdle(gateway, 'Redis away')}`);
     const stop = await terminate(gateway);
     await redisProxy.restore();
     assert.equal(stop.code, 0, `exit status (after ${stop.tookMs} ms):\n${gateway.output().slice(-3000)}`);
     assert.ok(stop.tookMs < 30_000, `the stop took ${stop.tookMs} ms`);
+    t.diagnostic(`the stop took ${stop.tookMs} ms`);
   });
 
-  it('PostgreSQL cut: idle and flat, then SIGTERM exits 0 within 30 s', async () => {
+  it('PostgreSQL cut: idle and flat, then SIGTERM exits 0 within 30 s', async (t) => {
     const gateway = await start();
     const key = await fundedKey(gateway);
     assert.equal(await stream(gateway, key), 200);
@@ -188,11 +190,12 @@ describe('stopping a gateway process while a backing service is away', { skip: s
     await pgProxy.cut();
     await Promise.all(streams);
     await sleep(2_000);
-    await assertIdle(gateway, 'PostgreSQL away');
+    t.diagnostic(`PostgreSQL away: ${await assertIdle(gateway, 'PostgreSQL away')}`);
     const stop = await terminate(gateway);
     await pgProxy.restore();
     assert.equal(stop.code, 0, `exit status (after ${stop.tookMs} ms):\n${gateway.output().slice(-3000)}`);
     assert.ok(stop.tookMs < 30_000, `the stop took ${stop.tookMs} ms`);
+    t.diagnostic(`the stop took ${stop.tookMs} ms`);
   });
 
   it('a clean stop releases its job leases and its instance lease', async () => {

@@ -8,7 +8,7 @@ import { installAuth } from './http/auth-hook.ts';
 import { installBodyLimits, OTHER } from './http/body-limits.ts';
 import { createChatEndpoint, FRONT_DOOR_PATHS } from './http/chat-endpoint.ts';
 import { trustFunction } from './http/client-address.ts';
-import { installErrorHandling, RouteTable } from './http/error-handler.ts';
+import { answerDraining, installErrorHandling, RouteTable } from './http/error-handler.ts';
 import { installOperatorAudit } from './http/operator-audit.ts';
 import { installTextCheck } from './http/refuse-invalid-text.ts';
 import { accountRoutes } from './http/routes/account-routes.ts';
@@ -54,7 +54,10 @@ export function createApp(services: Services): FastifyInstance {
     serverFactory: (handler) => {
       const server = createServer((req, res) => {
         silent.delete(req.socket);
-        if (!chat(req, res)) handler(req, res);
+        if (chat(req, res)) return;
+        // Fastify's own answer while closing is neither the spec's error object nor says when to retry.
+        if (closing) answerDraining(res, nextRequestId());
+        else handler(req, res);
       });
       server.on('connection', (socket: Socket) => {
         silent.add(socket);
@@ -71,7 +74,7 @@ export function createApp(services: Services): FastifyInstance {
     bodyLimit: OTHER.bytes,
     genReqId: nextRequestId,
     trustProxy: trustFunction(services.config.trustProxy),
-    return503OnClosing: true,
+    return503OnClosing: false,
     // Bodies are read and copied by spread, never merged into existing objects: a "__proto__" key in JSON
     // stays a plain own property, so the poisoning scan is cost without protection here.
     onProtoPoisoning: 'ignore',

@@ -159,8 +159,10 @@ export function createServices(options: ServicesOptions): Services {
   store.db.onAvailability = (available, error) => {
     if (available) {
       logger.info('the database answers again: requests are served, waiting settlements commit');
-      // Settlements waiting out a backoff commit now rather than when their timer ends.
+      // Work waiting out a backoff is tried now rather than when its timer ends.
       settlements.retryNow();
+      scheduler.retryNow();
+      dispatcher.nudge();
     } else
       logger.error(
         { err: error },

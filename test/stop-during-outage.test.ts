@@ -23,6 +23,8 @@ const skip =
   (await redisServerMissing()) ??
   (postgres ? await postgres.unavailable() : 'PostgreSQL backend excluded by TOLLGATE_TEST_BACKENDS');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A time limit for a race: it does not keep the test process alive once the race is decided. */
+const deadline = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
 /** The window over which idle CPU and memory are measured during an outage. */
 const IDLE_WINDOW_MS = 15_000;
 
@@ -108,7 +110,11 @@ describe('stopping a gateway process while a backing service is away', { skip: s
   };
 
   /** A streamed chat request of ~2 s (20 chunks, 100 ms apart), read to its end; resolves to its status. */
-  const stream = async (gateway: RunningGateway, key: string): Promise<number> => {
+  const stream = async (
+    gateway: RunningGateway,
+    key: string,
+    started: () => void = () => {},
+  ): Promise<number> => {
     const response = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -119,8 +125,22 @@ describe('stopping a gateway process while a backing service is away', { skip: s
         messages: [{ role: 'user', content: 'a slow stream' }],
       }),
     });
+    started();
     await response.text();
     return response.status;
+  };
+
+  /** Streams that have begun (their headers are in): each resolves to its status once read to its end. */
+  const streamsUnderWay = async (gateway: RunningGateway, key: string, count: number) => {
+    const begun: Promise<void>[] = [];
+    const done = Array.from({ length: count }, () => {
+      let started!: () => void;
+      begun.push(new Promise<void>((resolve) => (started = resolve)));
+      return stream(gateway, key, started);
+    });
+    await Promise.all(begun);
+    await sleep(200);
+    return done;
   };
 
   /** SIGTERM; resolves to the exit status and how long the stop took (Infinity past `limitMs`). */
@@ -130,51 +150,52 @@ describe('stopping a gateway process while a backing service is away', { skip: s
   ): Promise<{ code: number | string; tookMs: number }> => {
     const sent = Date.now();
     gateway.child.kill('SIGTERM');
-    const code = await Promise.race([gateway.exited, sleep(limitMs).then(() => 'still running')]);
+    const code = await Promise.race([gateway.exited, deadline(limitMs).then(() => 'still running' as const)]);
     return { code, tookMs: Date.now() - sent };
   };
 
-  const assertIdle = async (gateway: RunningGateway, what: string): Promise<void> => {
+  const assertIdle = async (gateway: RunningGateway, what: string): Promise<string> => {
     const { coreShare, rssMiB } = await sampleIdle(gateway.child.pid!, IDLE_WINDOW_MS);
     const summary = `${(coreShare * 100).toFixed(1)} % of a core, RSS ${rssMiB.map((m) => m.toFixed(0)).join(' ')} MiB`;
     assert.ok(coreShare < 0.05, `${what}: an idle instance must not spin (${summary})`);
     const firstHalf = Math.max(...rssMiB.slice(0, Math.ceil(rssMiB.length / 2)));
     const last = rssMiB.at(-1)!;
     assert.ok(last - firstHalf < 16, `${what}: memory stays flat (${summary})`);
+    return summary;
   };
 
-  it('Redis cut with settlements waiting for it: idle and flat, then SIGTERM exits 0 within 30 s', async () => {
+  it('Redis cut with settlements waiting for it: idle and flat, then SIGTERM exits 0 within 30 s', async (t) => {
     const gateway = await start();
     const key = await fundedKey(gateway);
     assert.equal(await stream(gateway, key), 200);
     // Streams in flight when Redis goes: they finish, their settlements commit in PostgreSQL, and the release
     // of their holds in Redis has to wait for Redis.
-    const streams = [stream(gateway, key), stream(gateway, key), stream(gateway, key)];
-    await sleep(400);
+    const streams = await streamsUnderWay(gateway, key, 3);
     await redisProxy.cut();
     assert.deepEqual(await Promise.all(streams), [200, 200, 200]);
     await sleep(2_000);
-    await assertIdle(gateway, 'Redis away');
+    t.diagnostic(`Redis away: ${await assertIdle(gateway, 'Redis away')}`);
     const stop = await terminate(gateway);
     await redisProxy.restore();
     assert.equal(stop.code, 0, `exit status (after ${stop.tookMs} ms):\n${gateway.output().slice(-3000)}`);
     assert.ok(stop.tookMs < 30_000, `the stop took ${stop.tookMs} ms`);
+    t.diagnostic(`the stop took ${stop.tookMs} ms`);
   });
 
-  it('PostgreSQL cut: idle and flat, then SIGTERM exits 0 within 30 s', async () => {
+  it('PostgreSQL cut: idle and flat, then SIGTERM exits 0 within 30 s', async (t) => {
     const gateway = await start();
     const key = await fundedKey(gateway);
     assert.equal(await stream(gateway, key), 200);
-    const streams = [stream(gateway, key), stream(gateway, key)];
-    await sleep(400);
+    const streams = await streamsUnderWay(gateway, key, 2);
     await pgProxy.cut();
     await Promise.all(streams);
     await sleep(2_000);
-    await assertIdle(gateway, 'PostgreSQL away');
+    t.diagnostic(`PostgreSQL away: ${await assertIdle(gateway, 'PostgreSQL away')}`);
     const stop = await terminate(gateway);
     await pgProxy.restore();
     assert.equal(stop.code, 0, `exit status (after ${stop.tookMs} ms):\n${gateway.output().slice(-3000)}`);
     assert.ok(stop.tookMs < 30_000, `the stop took ${stop.tookMs} ms`);
+    t.diagnostic(`the stop took ${stop.tookMs} ms`);
   });
 
   it('a clean stop releases its job leases and its instance lease', async () => {

@@ -305,13 +305,17 @@ export class RedisHoldBook implements HoldBook {
 
   /**
    * Tries the releases that failed, once each, oldest first; stops at the first that fails while Redis is
-   * away (the rest would fail the same way). Whatever fails waits for the next round.
+   * away, or at the tenth Redis refuses (the rest would most likely fail the same way: a round costs a few
+   * calls, not one per waiting batch). Whatever fails or is not tried waits for the next round.
    */
   async #retryUnapplied(): Promise<void> {
     const unapplied = this.#unapplied;
     this.#unapplied = [];
+    let refused = 0;
     for (let i = 0; i < unapplied.length; i++) {
-      if ((await this.#applySettle(unapplied[i]!)) === 'outage') {
+      const outcome = await this.#applySettle(unapplied[i]!);
+      if (outcome === 'failed') refused++;
+      if (outcome === 'outage' || refused >= 10) {
         this.#unapplied.push(...unapplied.slice(i + 1));
         return;
       }

@@ -71,6 +71,7 @@ export class SettlementQueue {
       logger,
       policy: { initialMs: options.retryMs ?? RETRY_MS, maxMs: Math.max(options.retryMs ?? 0, RETRY_MAX_MS) },
       report: options.retryReport,
+      outageLoggedElsewhere: true,
       message: 'settlement batches fail; their settlements wait in memory',
       recovered: 'settlements commit again',
     });

@@ -1,5 +1,6 @@
+import type { ServerResponse } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { DEFAULT_RETRY_AFTER_MS, GatewayError, mustSayRetryAfter } from '../shared/gateway-error.ts';
 import { StoreUnavailableError } from '../store/db.ts';
 import { rateLimitHeaders } from './rate-limit-headers.ts';
 
@@ -121,11 +122,37 @@ export function isLogged(error: GatewayError): boolean {
  */
 export function errorHeaders(error: GatewayError): Record<string, string> {
   const headers = error.rateLimits === undefined ? {} : rateLimitHeaders(error.rateLimits);
-  if (error.retryAfterMs !== undefined) {
-    headers['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)));
-    headers['retry-after-ms'] = String(Math.max(0, Math.ceil(error.retryAfterMs)));
-  }
+  const delay = error.retryAfterMs ?? (mustSayRetryAfter(error.status) ? DEFAULT_RETRY_AFTER_MS : undefined);
+  if (delay !== undefined) Object.assign(headers, retryHeaders(delay));
   return headers;
+}
+
+/** Retry-After (whole seconds, at least 1) and retry-after-ms for a delay. */
+export function retryHeaders(delayMs: number): Record<string, string> {
+  return {
+    'retry-after': String(Math.max(1, Math.ceil(delayMs / 1000))),
+    'retry-after-ms': String(Math.max(0, Math.ceil(delayMs))),
+  };
+}
+
+/**
+ * The answer to a request that arrives while the server drains (on a connection that was busy when the stop
+ * began): the spec's 503 with the retry headers, and the connection closed after it.
+ */
+export function answerDraining(res: ServerResponse, requestId: string): void {
+  const error = new GatewayError(
+    'service_unavailable',
+    'the server is shutting down; retry on another instance',
+  );
+  const body = JSON.stringify(error.toBody());
+  res.writeHead(503, {
+    ...errorHeaders(error),
+    'x-request-id': requestId,
+    connection: 'close',
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
 }
 
 /** Writes a GatewayError as the spec's error response, with Retry-After where it applies. */
@@ -139,6 +166,12 @@ export function sendError(reply: FastifyReply, error: GatewayError): FastifyRepl
 
 /** Installs the error handler and the not-found handler that also answers 405 for a known path. */
 export function installErrorHandling(app: FastifyInstance, routes: RouteTable): void {
+  // Whatever sent a 429 or 503 (a handler's own status, a health check that is down), it says when to retry.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (mustSayRetryAfter(reply.statusCode) && !reply.hasHeader('retry-after'))
+      reply.headers(retryHeaders(DEFAULT_RETRY_AFTER_MS));
+    return payload;
+  });
   app.setErrorHandler((error, request, reply) => {
     const gatewayError = toGatewayError(error);
     if (isLogged(gatewayError)) request.log.error({ err: error }, 'request failed');

@@ -57,6 +57,7 @@ export class Scheduler {
           logger: this.#logger,
           policy: { initialMs: job.everyMs, maxMs: job.everyMs * 10 },
           report: this.#report,
+          outageLoggedElsewhere: true,
           message: `background job ${job.name} fails`,
           recovered: `background job ${job.name} succeeds again`,
         }),
@@ -67,6 +68,11 @@ export class Scheduler {
       this.#timers.push(timer);
       setImmediate(tick);
     }
+  }
+
+  /** The database answers again: jobs skipping rounds on a backoff run at their next tick. */
+  retryNow(): void {
+    for (const retry of this.#retries.values()) retry.notBefore = 0;
   }
 
   /** Runs a round of the job now, besides its timer (work was just queued); stop() waits for it. */

@@ -18,6 +18,15 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/**
+ * What a 429 or 503 tells the client to wait when its cause names no delay of its own: every such answer
+ * carries Retry-After and retry-after-ms, whichever code path made it.
+ */
+export const DEFAULT_RETRY_AFTER_MS = 1_000;
+
+/** Whether answers of this status always say when to retry (429, 503). */
+export const mustSayRetryAfter = (status: number): boolean => status === 429 || status === 503;
+
 export interface ErrorBody {
   /** The spec's code, message and type, and OpenAI's `param`: the offending request field, or null. */
   error: { code: string; message: string; type: string; param: string | null };
@@ -51,7 +60,8 @@ export class GatewayError extends Error {
     this.code = code;
     this.status = options.status ?? ERROR_CODES[code].status;
     this.type = ERROR_CODES[code].type;
-    this.retryAfterMs = options.retryAfterMs;
+    this.retryAfterMs =
+      options.retryAfterMs ?? (mustSayRetryAfter(this.status) ? DEFAULT_RETRY_AFTER_MS : undefined);
     this.rateLimits = options.rateLimits;
     this.param = options.param ?? null;
   }

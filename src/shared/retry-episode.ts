@@ -38,6 +38,11 @@ export interface RetryEpisodeOptions {
   message: string;
   /** What the info line says when it ends; by default the message followed by "again succeeds". */
   recovered?: string;
+  /**
+   * The outage is announced where it is detected (the store logs one line when the database goes and one
+   * when it returns): an episode of outage errors alone is then logged at debug, not a second time at warn.
+   */
+  outageLoggedElsewhere?: boolean;
   random?: () => number;
   now?: () => number;
 }
@@ -52,6 +57,8 @@ export class RetryEpisode {
   readonly #o: RetryEpisodeOptions;
   #failures = 0;
   #since = 0;
+  /** Whether this episode's beginning was logged above debug (its end is then logged too). */
+  #loud = false;
   #report: RetryReport | undefined;
 
   constructor(options: RetryEpisodeOptions) {
@@ -81,10 +88,16 @@ export class RetryEpisode {
     const now = this.#o.now ?? Date.now;
     if (this.#failures === 0) {
       this.#since = now();
-      const entry = { err: error, loop: this.#o.loop, ...fields };
-      if (outage) this.#o.logger.warn(entry, `${this.#o.message}; retrying with backoff`);
-      else this.#o.logger.error(entry, `${this.#o.message}; retrying with backoff`);
       this.#report?.failing(this.#o.loop, true);
+    }
+    // An error of its own is logged even if the episode began as an outage announced elsewhere.
+    if (!this.#loud) {
+      const entry = { err: error, loop: this.#o.loop, ...fields };
+      const message = `${this.#o.message}; retrying with backoff`;
+      if (!outage) this.#o.logger.error(entry, message);
+      else if (!this.#o.outageLoggedElsewhere) this.#o.logger.warn(entry, message);
+      else if (this.#failures === 0) this.#o.logger.debug(entry, message);
+      this.#loud = !outage || !this.#o.outageLoggedElsewhere;
     }
     const delay = backoffDelay(this.#failures, this.#o.policy, this.#o.random);
     this.#failures++;
@@ -96,11 +109,12 @@ export class RetryEpisode {
   succeeded(fields: Record<string, unknown> = {}): void {
     if (this.#failures === 0) return;
     const now = this.#o.now ?? Date.now;
-    this.#o.logger.info(
-      { loop: this.#o.loop, tries: this.#failures, failingMs: now() - this.#since, ...fields },
-      this.#o.recovered ?? `${this.#o.message}: succeeds again`,
-    );
+    const entry = { loop: this.#o.loop, tries: this.#failures, failingMs: now() - this.#since, ...fields };
+    const message = this.#o.recovered ?? `${this.#o.message}: succeeds again`;
+    if (this.#loud) this.#o.logger.info(entry, message);
+    else this.#o.logger.debug(entry, message);
     this.#failures = 0;
+    this.#loud = false;
     this.#report?.failing(this.#o.loop, false);
   }
 }

@@ -70,6 +70,7 @@ export class WebhookDispatcher {
       loop: 'webhook-outbox',
       logger: options.logger,
       policy: { initialMs: this.#o.pollMs, maxMs: Math.max(this.#o.pollMs, 30_000) },
+      outageLoggedElsewhere: true,
       message: 'the webhook outbox cannot be read',
       recovered: 'the webhook outbox is read again',
     });

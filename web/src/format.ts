@@ -25,3 +25,7 @@ export const dateTime = (iso: string | null): string =>
 
 /** A UTC calendar day (an expiry, a usage day). */
 export const date = (iso: string | null): string => (iso ? dateUtc.format(new Date(iso)) : '—');
+
+/** An amount in any currency, two decimals, with its code before it as the dashboard shows USD. */
+export const money = (amount: number, currency: string): string =>
+  `${currency.toUpperCase()} ${new Intl.NumberFormat(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(amount)}`;

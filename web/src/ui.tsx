@@ -167,3 +167,33 @@ export function DataTable(props: { label: string; columns: readonly string[]; ch
     </TableWrap>
   );
 }
+
+/**
+ * The page's body once the data that shapes it has arrived; until then placeholder cards that hold the space,
+ * so the page appears in one piece instead of growing under the pointer.
+ */
+export function Settled({
+  pending,
+  cards = 3,
+  children,
+}: {
+  pending: boolean;
+  cards?: number;
+  children: ReactNode;
+}) {
+  if (!pending) return <>{children}</>;
+  return (
+    <div className="page-skeleton">
+      <p role="status" className="sr-only">
+        Loading…
+      </p>
+      {Array.from({ length: cards }, (_, i) => (
+        <div key={i} className="card skeleton-card" aria-hidden="true">
+          <span className="skeleton" />
+          <span className="skeleton" />
+          <span className="skeleton short" />
+        </div>
+      ))}
+    </div>
+  );
+}

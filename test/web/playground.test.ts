@@ -2,15 +2,20 @@
 // copies the request as curl and runs it with its key, and compares two models side by side.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { BACKENDS, type OpenedBackend } from '../helpers/backends.ts';
 import {
+  axeFindings,
   browserMissing,
   desktopContext,
   heading,
   launchBrowser,
+  SCREENS,
+  sidewaysOverflow,
   signIn,
   TIMEOUT,
 } from '../helpers/browser.ts';
@@ -122,6 +127,23 @@ describe(
       const b = await page.getByLabel('Answer of model-b').innerText();
       assert.notEqual(a, b);
       assert.equal(await page.getByLabel(/^The request to model-[ab] as curl$/).count(), 2);
+      // The conversation in view at both widths: no serious axe finding, nothing scrolls sideways.
+      for (const size of [
+        { width: 1280, height: 900 },
+        { width: 360, height: 780 },
+      ]) {
+        await page.setViewportSize(size);
+        assert.deepEqual(await axeFindings(page), [], `the playground in use at ${size.width} px`);
+        assert.ok((await sidewaysOverflow(page)) <= 0, `the playground scrolls sideways at ${size.width} px`);
+        if (SCREENS) {
+          mkdirSync(SCREENS, { recursive: true });
+          await page.screenshot({
+            path: join(SCREENS, `playground-compare-${size.width}.png`),
+            fullPage: true,
+          });
+        }
+      }
+      await page.setViewportSize({ width: 1280, height: 900 });
       await page.getByRole('button', { name: 'Clear' }).click();
       await page.getByText('No messages yet.').waitFor();
       assert.equal(await page.evaluate(() => sessionStorage.getItem('tollgate.playground')), null);

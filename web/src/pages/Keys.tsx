@@ -152,7 +152,7 @@ export function Keys() {
                   </td>
                   <td>{key.last_used_at ? dateTime(key.last_used_at) : 'never'}</td>
                   <td>{describeLimit(key)}</td>
-                  <td>
+                  <td className="rules">
                     <div className="sub-list">
                       <span>Expires: {key.expires_at ? dateTime(key.expires_at) : 'never'}</span>
                       <span>IPs: {key.allowed_ips?.join(', ') ?? 'any'}</span>

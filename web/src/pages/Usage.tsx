@@ -60,13 +60,7 @@ export function UsagePage() {
       <Section title="Range">
         <div className="inline-form">
           <Field label="From" type="date" value={from} onChange={setFrom} />
-          <Field
-            label="To"
-            type="date"
-            value={to}
-            onChange={setTo}
-            hint="Days are UTC: usage and daily limits start over at UTC midnight."
-          />
+          <Field label="To" type="date" value={to} onChange={setTo} />
           <div className="field">
             <label htmlFor="group-by">Group by</label>
             <select
@@ -80,6 +74,7 @@ export function UsagePage() {
             </select>
           </div>
         </div>
+        <p className="hint">Days are UTC: usage and daily limits start over at UTC midnight.</p>
       </Section>
       <ErrorMessage error={usage.error} />
       {data && (

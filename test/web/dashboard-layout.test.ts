@@ -45,7 +45,10 @@ function watchLayoutShift(): void {
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries() as unknown as { value: number; hadRecentInput: boolean }[])
       if (!entry.hadRecentInput) scope.__shift += entry.value;
-  }).observe({ type: 'layout-shift', buffered: true });
+    // Node's types know only Node's entry types; the page's PerformanceObserver is the browser's.
+  }).observe({ type: 'layout-shift', buffered: true } as unknown as Parameters<
+    PerformanceObserver['observe']
+  >[0]);
 }
 
 describe(

@@ -84,7 +84,11 @@ describe(
 
       await page.getByRole('button', { name: 'Copy curl' }).click();
       await page.getByRole('button', { name: 'Copied' }).waitFor();
-      const curl = await page.evaluate(() => navigator.clipboard.readText());
+      const curl = await page.evaluate(() =>
+        (
+          globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }
+        ).navigator.clipboard.readText(),
+      );
       assert.match(curl, new RegExp(`^curl '${server.url}/v1/chat/completions'`));
       assert.match(curl, /\$TOLLGATE_API_KEY/);
       assert.match(curl, /"temperature": 0\.5/);

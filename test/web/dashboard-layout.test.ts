@@ -119,6 +119,30 @@ describe(
         assert.deepEqual(shifts, [], `cumulative layout shift at ${size.width} px`);
       });
 
+    it('the signed-out pages hold still and pass axe at both widths', async () => {
+      const stranger = await desktopContext(browser);
+      await stranger.addInitScript(watchLayoutShift);
+      const p = await stranger.newPage();
+      try {
+        for (const size of WIDTHS) {
+          await p.setViewportSize(size);
+          for (const [path, title] of [
+            ['/login', 'Sign in to Tollgate'],
+            ['/register', 'Create a Tollgate account'],
+          ] as const) {
+            await p.goto(`${server.url}${path}`);
+            await heading(p, title);
+            await p.waitForLoadState('networkidle');
+            const shift = await p.evaluate(() => (globalThis as unknown as { __shift: number }).__shift);
+            assert.ok(shift < LIMIT, `${path} at ${size.width} px shifts by ${shift}`);
+            assert.deepEqual(await axeFindings(p), [], `${path} at ${size.width} px`);
+          }
+        }
+      } finally {
+        await stranger.close();
+      }
+    });
+
     it('the keys page at 1280 px shows every row’s Revoke without sideways scrolling', async () => {
       await page.setViewportSize({ width: 1280, height: 900 });
       await load('/keys', 'API keys');

@@ -77,7 +77,7 @@ function useCellLabels(ref: { current: HTMLDivElement | null }): void {
     const table = ref.current?.querySelector('table');
     if (!table) return;
     const headers = [...table.querySelectorAll('thead th')].map((th) => th.textContent?.trim() ?? '');
-    for (const row of table.querySelectorAll('tbody tr')) {
+    for (const row of table.querySelectorAll('tbody tr, tfoot tr')) {
       const cells = [...row.children];
       if (cells.length !== headers.length) continue;
       cells.forEach((cell, i) => cell.setAttribute('data-label', headers[i] ?? ''));

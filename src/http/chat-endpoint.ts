@@ -135,7 +135,8 @@ async function serveChat(
     const answered = await services.gateway.complete(admitted, abort.signal);
     const headers = Object.assign(answerHeaders(answered), door.idHeaders(requestId));
     // Chat completions answer with the completion itself: the upstream's own JSON text where it was kept.
-    if (door === chatDoor || door === playgroundDoor) sendJsonText(res, 200, headers, completionJson(answered.completion));
+    if (door === chatDoor || door === playgroundDoor)
+      sendJsonText(res, 200, headers, completionJson(answered.completion));
     else sendJsonText(res, 200, headers, JSON.stringify(exchange.answer(answered.completion, admitted)));
   } catch (error) {
     const failure = toGatewayError(error);

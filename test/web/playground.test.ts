@@ -130,7 +130,10 @@ describe(
       const a = await page.getByLabel('Answer of model-a').innerText();
       const b = await page.getByLabel('Answer of model-b').innerText();
       assert.notEqual(a, b);
-      assert.equal(await page.getByLabel(/^The request to model-[ab] as curl$/).count(), 2);
+      const requests = page.getByLabel(/^The request to model-[ab] as curl$/);
+      assert.equal(await requests.count(), 2);
+      for (const code of await requests.allInnerTexts())
+        assert.match(code, /"stream": true/, 'both streamed');
       // The conversation in view at both widths: no serious axe finding, nothing scrolls sideways.
       for (const size of [
         { width: 1280, height: 900 },

@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
+import { Link } from 'react-router';
 import { api, type ApiKey, dateTime, type IssuedKey, type List } from '../api.ts';
 import { ErrorMessage, Field, Notice, Section, SkeletonRows, TableWrap } from '../ui.tsx';
 import {
@@ -105,7 +106,8 @@ export function Keys() {
       <h1>API keys</h1>
       <p>
         Use a key as <code>Authorization: Bearer &lt;key&gt;</code> with any OpenAI-compatible client at{' '}
-        <code>{window.location.origin}/v1</code>.
+        <code>{window.location.origin}/v1</code>. To try a model without a key, use the{' '}
+        <Link to="/playground">Playground</Link>: it takes no key slot.
       </p>
       {issued && <SecretOnce issued={issued.key} what={issued.what} />}
       <Section title="Create a key">

@@ -142,5 +142,54 @@ for (const backend of BACKENDS) {
         `the marker is logged: ${lines.find((l) => l.includes(marker))}`,
       );
     });
+
+    it('the dashboard playground stores and logs none of it either', async () => {
+      const marker = `playmark${randomBytes(8).toString('hex')}`;
+      const email = `privacy-${randomBytes(4).toString('hex')}@example.com`;
+      const { accountId } = await server.register(email);
+      const login = await server.call('POST', '/api/auth/login', {
+        body: { email, password: 'correct horse battery' },
+      });
+      const headers = {
+        cookie: (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '',
+        'x-csrf-token': String(login.body.csrf_token),
+      };
+      const messages = [
+        { role: 'system', content: `You are ${marker}.` },
+        { role: 'user', content: `Repeat after me: ${marker}` },
+      ];
+      const path = '/api/playground/chat/completions';
+      const whole = await server.call('POST', path, { headers, body: { model: 'model-b', messages } });
+      assert.equal(whole.status, 200, JSON.stringify(whole.body));
+      const streamed = await fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'model-c', messages, stream: true }),
+      });
+      assert.equal(streamed.status, 200);
+      assert.ok((await streamed.text()).endsWith('data: [DONE]\n\n'));
+      const refused = await server.call('POST', path, {
+        headers,
+        body: { model: `model-${marker}`, messages },
+      });
+      assert.equal(refused.status, 404, JSON.stringify(refused.body));
+      const failed = await server.call('POST', path, { headers, body: { model: 'model-f', messages } });
+      assert.equal(failed.status, 502);
+
+      await server.services.settlements.flush();
+      const records = await opened.db.get<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM usage_records WHERE account_id = $1',
+        [accountId],
+      );
+      assert.equal(Number(records?.n), 3, 'the playground requests were metered');
+      for (const [table, text] of await dumpDatabase(opened, backend.name))
+        assert.equal(text.includes(marker), false, `the marker is stored in ${table}`);
+      const log = lines.join('');
+      assert.equal(
+        log.includes(marker),
+        false,
+        `the marker is logged: ${lines.find((l) => l.includes(marker))}`,
+      );
+    });
   });
 }

@@ -10,6 +10,7 @@ import { answerHeaders } from './answer-headers.ts';
 import { completionJson } from '../gateway/upstream-json.ts';
 import { errorHeaders, isLogged, toGatewayError } from './error-handler.ts';
 import { asUser } from './routes/principal.ts';
+import { PLAYGROUND_PATH, playgroundCaller } from './playground-door.ts';
 import { chatCompletionsSink, createSseSink } from './sse-sink.ts';
 import type { Exchange, FrontDoor } from './front-door.ts';
 import { messagesDoor, countTokensDoor } from './messages-door.ts';
@@ -27,6 +28,7 @@ const chatDoor: FrontDoor = {
   exchange: (body) => ({ chatBody: body, streamSink: chatStreamSink, answer: chatAnswer }),
   errorBody: (error) => error.toBody(),
 };
+const playgroundDoor: FrontDoor = { ...chatDoor, caller: playgroundCaller };
 
 /** Every front door by its POST path. */
 const DOORS: ReadonlyMap<string, FrontDoor> = new Map([
@@ -34,6 +36,7 @@ const DOORS: ReadonlyMap<string, FrontDoor> = new Map([
   [RESPONSES_PATH, responsesDoor],
   ['/v1/messages', messagesDoor],
   ['/v1/messages/count_tokens', countTokensDoor],
+  [PLAYGROUND_PATH, playgroundDoor],
 ]);
 export const FRONT_DOOR_PATHS: readonly string[] = [...DOORS.keys()];
 
@@ -104,11 +107,13 @@ async function serveChat(
     const token = door.token(req);
     const ip = clientIp(req.socket.remoteAddress ?? '', forwardedFor(req.headers['x-forwarded-for']));
     // A cached key is answered in this call; only a first use waits for the store.
-    const { key, account } = asUser(
-      // authenticateNow refused a missing token, so a miss has one.
-      services.accounts.authenticateNow(token, ip) ??
-        (await services.accounts.authenticateStored(token!, ip)),
-    );
+    const { key, account } = door.caller
+      ? await door.caller(req, services)
+      : asUser(
+          // authenticateNow refused a missing token, so a miss has one.
+          services.accounts.authenticateNow(token, ip) ??
+            (await services.accounts.authenticateStored(token!, ip)),
+        );
     const body = await readJsonBody(req, services.config.bodyLimitBytes);
     const exchange = door.exchange(body);
     const ctx = { requestId, key, account, arrivedAt };
@@ -130,7 +135,8 @@ async function serveChat(
     const answered = await services.gateway.complete(admitted, abort.signal);
     const headers = Object.assign(answerHeaders(answered), door.idHeaders(requestId));
     // Chat completions answer with the completion itself: the upstream's own JSON text where it was kept.
-    if (door === chatDoor) sendJsonText(res, 200, headers, completionJson(answered.completion));
+    if (door === chatDoor || door === playgroundDoor)
+      sendJsonText(res, 200, headers, completionJson(answered.completion));
     else sendJsonText(res, 200, headers, JSON.stringify(exchange.answer(answered.completion, admitted)));
   } catch (error) {
     const failure = toGatewayError(error);

@@ -3,6 +3,8 @@ import type { Admitted } from '../gateway/chat-gateway.ts';
 import type { ChatCompletion } from '../gateway/chat-types.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
+import type { Services } from '../services.ts';
+import type { AccountRecord, ApiKeyRecord } from '../store/records.ts';
 
 /**
  * A client protocol: how its requests become the canonical chat request and how the canonical answer and stream
@@ -17,6 +19,13 @@ export interface FrontDoor {
   exchange(body: unknown): Exchange;
   /** A failure as this protocol's error object. */
   errorBody(error: GatewayError, requestId: string): unknown;
+  /** Who calls, when not by an API key (the dashboard playground's session). */
+  caller?(req: IncomingMessage, services: Pick<Services, 'sessions' | 'config'>): Promise<Caller>;
+}
+
+export interface Caller {
+  key: ApiKeyRecord;
+  account: AccountRecord;
 }
 
 export interface Exchange {

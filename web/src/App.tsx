@@ -7,6 +7,7 @@ import { Billing } from './pages/Billing.tsx';
 import { Keys } from './pages/Keys.tsx';
 import { Overview } from './pages/Overview.tsx';
 import { Playground } from './pages/Playground.tsx';
+import { forgetPlayground } from './playground/state.ts';
 import { Settings } from './pages/Settings.tsx';
 import { UsagePage } from './pages/Usage.tsx';
 import { Webhooks } from './pages/Webhooks.tsx';
@@ -127,6 +128,7 @@ function Header({ email, operator }: { email: string; operator: boolean }) {
     mutationFn: () => api('/api/auth/logout', { method: 'POST' }),
     onSettled: async () => {
       setCsrfToken('');
+      forgetPlayground();
       queryClient.clear();
       await navigate('/login');
       await queryClient.invalidateQueries({ queryKey: ['session'] });

@@ -50,7 +50,7 @@ export function DailyChart({
             width: 2,
             ...(s.scale === 'tokens' ? { dash: [6, 4] } : {}),
             value: (_u: uPlot, v: number | null) =>
-              v == null ? '—' : s.scale === 'usd' ? `$${v.toFixed(6)}` : v.toLocaleString('en-US'),
+              v == null ? '—' : s.scale === 'usd' ? `$${v.toFixed(6)}` : v.toLocaleString(),
           })),
         ],
         axes: [

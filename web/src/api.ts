@@ -8,6 +8,9 @@ export function setCsrfToken(token: string): void {
   csrfToken = token;
 }
 
+/** The signed-in session's CSRF token (empty when signed out). */
+export const currentCsrfToken = (): string => csrfToken;
+
 /** An error answer from the API, in the spec's error shape. */
 export class ApiError extends Error {
   readonly status: number;
@@ -196,18 +199,5 @@ export interface List<T> {
   data: T[];
 }
 
-export const usd = (amount: number): string =>
-  `USD ${amount.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: amount !== 0 && Math.abs(amount) < 0.01 ? 6 : 2 })}`;
-export const dateTime = (iso: string | null): string =>
-  iso ? new Date(iso).toLocaleString('en-GB', { timeZone: 'UTC' }) + ' UTC' : '—';
-export const date = (iso: string | null): string =>
-  iso
-    ? new Date(iso).toLocaleDateString('en-GB', {
-        timeZone: 'UTC',
-        day: 'numeric',
-        month: 'long',
-        year: 'numeric',
-      })
-    : '—';
-export const num = (n: number | null): string => (n === null ? 'unlimited' : n.toLocaleString('en-US'));
+export { date, dateTime, num, usd } from './format.ts';
 export const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));

@@ -1,4 +1,4 @@
-import { type ReactNode, useId } from 'react';
+import { type ReactNode, useId, useLayoutEffect, useRef } from 'react';
 import { errorText } from './api.ts';
 
 /** A form control with its visible label above it. */
@@ -68,12 +68,65 @@ export function Section({ title, children }: { title: string; children: ReactNod
   );
 }
 
-/** A scrollable table wrapper so wide tables stay usable at phone width. */
-export function TableWrap({ label, children }: { label: string; children: ReactNode }) {
+/**
+ * Labels each body cell with its column's header (`data-label`), which the phone layout shows beside the value
+ * when rows become cards. Runs before paint on every render, so rows that arrive later are labelled too.
+ */
+function useCellLabels(ref: { current: HTMLDivElement | null }): void {
+  useLayoutEffect(() => {
+    const table = ref.current?.querySelector('table');
+    if (!table) return;
+    const headers = [...table.querySelectorAll('thead th')].map((th) => th.textContent?.trim() ?? '');
+    for (const row of table.querySelectorAll('tbody tr, tfoot tr')) {
+      const cells = [...row.children];
+      if (cells.length !== headers.length) continue;
+      cells.forEach((cell, i) => cell.setAttribute('data-label', headers[i] ?? ''));
+    }
+  });
+}
+
+/**
+ * A table in its card: at desktop widths it fits (cells wrap; the scroll is a last resort), at phone widths
+ * each row becomes a card of labelled values.
+ */
+export function TableWrap({
+  label,
+  children,
+  className,
+}: {
+  label: string;
+  children: ReactNode;
+  className?: string;
+}) {
+  const ref = useRef<HTMLDivElement | null>(null);
+  useCellLabels(ref);
   return (
-    <div className="table-wrap" role="region" aria-label={label} tabIndex={0}>
+    <div
+      ref={ref}
+      className={className ? `table-wrap ${className}` : 'table-wrap'}
+      role="region"
+      aria-label={label}
+      tabIndex={0}
+    >
       {children}
     </div>
+  );
+}
+
+/** Placeholder rows of the list's own height while it loads, so nothing moves when it arrives. */
+export function SkeletonRows({ columns, rows }: { columns: number; rows: number }) {
+  return (
+    <>
+      {Array.from({ length: rows }, (_, r) => (
+        <tr key={r} className="skeleton-row" aria-hidden="true">
+          {Array.from({ length: columns }, (_, c) => (
+            <td key={c}>
+              <span className="skeleton" />
+            </td>
+          ))}
+        </tr>
+      ))}
+    </>
   );
 }
 
@@ -112,5 +165,35 @@ export function DataTable(props: { label: string; columns: readonly string[]; ch
         <tbody>{props.children}</tbody>
       </table>
     </TableWrap>
+  );
+}
+
+/**
+ * The page's body once the data that shapes it has arrived; until then placeholder cards that hold the space,
+ * so the page appears in one piece instead of growing under the pointer.
+ */
+export function Settled({
+  pending,
+  cards = 3,
+  children,
+}: {
+  pending: boolean;
+  cards?: number;
+  children: ReactNode;
+}) {
+  if (!pending) return <>{children}</>;
+  return (
+    <div className="page-skeleton">
+      <p role="status" className="sr-only">
+        Loading…
+      </p>
+      {Array.from({ length: cards }, (_, i) => (
+        <div key={i} className="card skeleton-card" aria-hidden="true">
+          <span className="skeleton" />
+          <span className="skeleton" />
+          <span className="skeleton short" />
+        </div>
+      ))}
+    </div>
   );
 }

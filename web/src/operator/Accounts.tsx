@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { api, dateTime, type List, type Plan, usd } from '../api.ts';
+import { api, dateTime, type List, num, type Plan, usd } from '../api.ts';
 import { DataTable, ErrorMessage, Field, Section } from '../ui.tsx';
 import { type AdminAccount, type Page, query } from './operator-api.ts';
 import { Pager } from './Pager.tsx';
@@ -108,7 +108,7 @@ export function Accounts() {
           <p role="status">
             {page.total === 0
               ? 'No account matches.'
-              : `Accounts ${offset + 1}–${last} of ${page.total.toLocaleString('en-US')}`}
+              : `Accounts ${offset + 1}–${last} of ${num(page.total)}`}
           </p>
           <DataTable
             label="Accounts"

@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'react-router';
-import { api, dateTime } from '../api.ts';
+import { api, dateTime, num } from '../api.ts';
 import { DataTable, ErrorMessage, Field, Section } from '../ui.tsx';
 import { type AuditEntry, type Page, query } from './operator-api.ts';
 import { Pager } from './Pager.tsx';
@@ -42,7 +42,7 @@ export function AuditLog() {
           <p role="status">
             {page.total === 0
               ? 'No entries.'
-              : `Entries ${offset + 1}–${offset + page.data.length} of ${page.total.toLocaleString('en-US')}`}
+              : `Entries ${offset + 1}–${offset + page.data.length} of ${num(page.total)}`}
           </p>
           <DataTable label="Audit log" columns={['When', 'Who', 'Action', 'Account', 'Details', 'From']}>
             {page.data.map((entry) => (

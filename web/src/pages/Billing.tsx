@@ -1,7 +1,8 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, dateTime, type List, num, type Order, type Plan, usd } from '../api.ts';
-import { ErrorMessage, Field, Section, TableWrap } from '../ui.tsx';
+import { money } from '../format.ts';
+import { ErrorMessage, Field, Section, Settled, TableWrap } from '../ui.tsx';
 import { useAccount } from './Overview.tsx';
 
 export function Billing() {
@@ -19,113 +20,113 @@ export function Billing() {
   return (
     <>
       <h1>Billing</h1>
-      {account.data && (
-        <p>
-          Balance: <strong>{usd(account.data.balance_usd)}</strong>. Current plan:{' '}
-          <strong>{currentName}</strong>
-          {account.data.plan_expires_at && <> until {dateTime(account.data.plan_expires_at)}</>}.
-        </p>
-      )}
-      <ErrorMessage error={checkout.error} />
-      <Section title="Plans">
-        <ErrorMessage error={plans.error} />
-        <ul className="plans">
-          {plans.data?.data.map((plan) => (
-            <li key={plan.id} className={plan.id === current ? 'plan current' : 'plan'}>
-              <h3>{plan.name}</h3>
-              {plan.id === current && <p className="badge">Your plan</p>}
-              <p className="big">
-                {plan.monthly_price_usd > 0
-                  ? `${usd(plan.monthly_price_usd)} / month`
-                  : plan.id === 'enterprise'
-                    ? 'By contract'
-                    : 'Free'}
-              </p>
-              <dl className="pairs">
-                <dt>Requests per minute</dt>
-                <dd>{num(plan.requests_per_minute)}</dd>
-                <dt>Tokens per minute</dt>
-                <dd>{num(plan.tokens_per_minute)}</dd>
-                <dt>Tokens per day</dt>
-                <dd>{num(plan.daily_tokens)}</dd>
-                <dt>Included each month</dt>
-                <dd>{usd(plan.monthly_allowance_usd)}</dd>
-              </dl>
-              {plan.purchasable && plan.monthly_price_usd > 0 && (
-                <button
-                  type="button"
-                  onClick={() => checkout.mutate({ plan: plan.id })}
-                  disabled={checkout.isPending}
-                >
-                  {plan.id === current ? `Renew ${plan.name}` : `Buy ${plan.name}`}
-                </button>
-              )}
-            </li>
-          ))}
-        </ul>
-      </Section>
-      <Section title="Top up">
-        <form
-          className="inline-form"
-          onSubmit={(event) => {
-            event.preventDefault();
-            checkout.mutate({ topup_usd: Number(topup) });
-          }}
-        >
-          <Field
-            label="Top-up amount (USD)"
-            type="number"
-            min={1}
-            step="1"
-            value={topup}
-            onChange={setTopup}
-            required
-          />
-          <button type="submit" disabled={checkout.isPending}>
-            Top up
-          </button>
-        </form>
-        <p className="hint">You pay on the payment provider's checkout page, then come back here.</p>
-      </Section>
-      <Section title="Orders">
-        <ErrorMessage error={orders.error} />
-        <TableWrap label="Orders">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Date</th>
-                <th scope="col">What</th>
-                <th scope="col">Amount</th>
-                <th scope="col">Status</th>
-                <th scope="col">Order</th>
-              </tr>
-            </thead>
-            <tbody>
-              {orders.data?.data.map((order) => (
-                <tr key={order.order_id}>
-                  <td>{dateTime(order.created_at)}</td>
-                  <td>{order.kind === 'plan' ? `Plan ${order.plan ?? ''}` : 'Top-up'}</td>
-                  <td>
-                    {order.currency} {order.amount.toFixed(2)}
-                  </td>
-                  <td>
-                    {order.status}
-                    {order.reason ? ` (${order.reason})` : ''}
-                  </td>
-                  <td>
-                    <code>{order.order_id}</code>
-                  </td>
-                </tr>
-              ))}
-              {orders.data?.data.length === 0 && (
+      <Settled pending={account.isPending || plans.isPending || orders.isPending}>
+        {account.data && (
+          <p>
+            Balance: <strong>{usd(account.data.balance_usd)}</strong>. Current plan:{' '}
+            <strong>{currentName}</strong>
+            {account.data.plan_expires_at && <> until {dateTime(account.data.plan_expires_at)}</>}.
+          </p>
+        )}
+        <ErrorMessage error={checkout.error} />
+        <Section title="Plans">
+          <ErrorMessage error={plans.error} />
+          <ul className="plans">
+            {plans.data?.data.map((plan) => (
+              <li key={plan.id} className={plan.id === current ? 'plan current' : 'plan'}>
+                <h3>{plan.name}</h3>
+                {plan.id === current && <p className="badge">Your plan</p>}
+                <p className="big">
+                  {plan.monthly_price_usd > 0
+                    ? `${usd(plan.monthly_price_usd)} / month`
+                    : plan.id === 'enterprise'
+                      ? 'By contract'
+                      : 'Free'}
+                </p>
+                <dl className="pairs">
+                  <dt>Requests per minute</dt>
+                  <dd>{num(plan.requests_per_minute)}</dd>
+                  <dt>Tokens per minute</dt>
+                  <dd>{num(plan.tokens_per_minute)}</dd>
+                  <dt>Tokens per day</dt>
+                  <dd>{num(plan.daily_tokens)}</dd>
+                  <dt>Included each month</dt>
+                  <dd>{usd(plan.monthly_allowance_usd)}</dd>
+                </dl>
+                {plan.purchasable && plan.monthly_price_usd > 0 && (
+                  <button
+                    type="button"
+                    onClick={() => checkout.mutate({ plan: plan.id })}
+                    disabled={checkout.isPending}
+                  >
+                    {plan.id === current ? `Renew ${plan.name}` : `Buy ${plan.name}`}
+                  </button>
+                )}
+              </li>
+            ))}
+          </ul>
+        </Section>
+        <Section title="Top up">
+          <form
+            className="inline-form"
+            onSubmit={(event) => {
+              event.preventDefault();
+              checkout.mutate({ topup_usd: Number(topup) });
+            }}
+          >
+            <Field
+              label="Top-up amount (USD)"
+              type="number"
+              min={1}
+              step="1"
+              value={topup}
+              onChange={setTopup}
+              required
+            />
+            <button type="submit" disabled={checkout.isPending}>
+              Top up
+            </button>
+          </form>
+          <p className="hint">You pay on the payment provider's checkout page, then come back here.</p>
+        </Section>
+        <Section title="Orders">
+          <ErrorMessage error={orders.error} />
+          <TableWrap label="Orders">
+            <table>
+              <thead>
                 <tr>
-                  <td colSpan={5}>No orders yet.</td>
+                  <th scope="col">Date</th>
+                  <th scope="col">What</th>
+                  <th scope="col">Amount</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Order</th>
                 </tr>
-              )}
-            </tbody>
-          </table>
-        </TableWrap>
-      </Section>
+              </thead>
+              <tbody>
+                {orders.data?.data.map((order) => (
+                  <tr key={order.order_id}>
+                    <td>{dateTime(order.created_at)}</td>
+                    <td>{order.kind === 'plan' ? `Plan ${order.plan ?? ''}` : 'Top-up'}</td>
+                    <td>{money(order.amount, order.currency)}</td>
+                    <td>
+                      {order.status}
+                      {order.reason ? ` (${order.reason})` : ''}
+                    </td>
+                    <td>
+                      <code>{order.order_id}</code>
+                    </td>
+                  </tr>
+                ))}
+                {orders.data?.data.length === 0 && (
+                  <tr>
+                    <td colSpan={5}>No orders yet.</td>
+                  </tr>
+                )}
+              </tbody>
+            </table>
+          </TableWrap>
+        </Section>
+      </Settled>
     </>
   );
 }

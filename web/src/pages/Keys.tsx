@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
+import { Link } from 'react-router';
 import { api, type ApiKey, dateTime, type IssuedKey, type List } from '../api.ts';
-import { ErrorMessage, Field, Notice, Section, TableWrap } from '../ui.tsx';
+import { ErrorMessage, Field, Notice, Section, SkeletonRows, TableWrap } from '../ui.tsx';
 import {
   ControlsFields,
   type ControlsDraft,
@@ -105,7 +106,8 @@ export function Keys() {
       <h1>API keys</h1>
       <p>
         Use a key as <code>Authorization: Bearer &lt;key&gt;</code> with any OpenAI-compatible client at{' '}
-        <code>{window.location.origin}/v1</code>.
+        <code>{window.location.origin}/v1</code>. To try a model without a key, use the{' '}
+        <Link to="/playground">Playground</Link>: it takes no key slot.
       </p>
       {issued && <SecretOnce issued={issued.key} what={issued.what} />}
       <Section title="Create a key">
@@ -127,36 +129,38 @@ export function Keys() {
       </Section>
       <Section title="Your keys">
         <ErrorMessage error={keys.error ?? revoke.error ?? rotate.error ?? change.error} />
-        <TableWrap label="Your keys">
+        <TableWrap label="Your keys" className="keys-table">
           <table>
             <thead>
               <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Prefix</th>
+                <th scope="col">Key</th>
                 <th scope="col">Status</th>
-                <th scope="col">Created</th>
                 <th scope="col">Last used</th>
-                <th scope="col">Allowed IPs</th>
                 <th scope="col">Spending limit</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Models</th>
+                <th scope="col">Rules</th>
                 <th scope="col">Actions</th>
               </tr>
             </thead>
             <tbody>
+              {keys.isPending && <SkeletonRows columns={6} rows={3} />}
               {keys.data?.data.map((key) => (
                 <tr key={key.id}>
-                  <td>{key.name}</td>
                   <td>
-                    <code>{key.prefix}</code>
+                    <span className="key-name">{key.name}</span> <code>{key.prefix}</code>
                   </td>
-                  <td>{key.status === 'active' ? 'active' : `revoked ${dateTime(key.revoked_at)}`}</td>
-                  <td>{dateTime(key.created_at)}</td>
+                  <td>
+                    {key.status === 'active' ? 'active' : `revoked ${dateTime(key.revoked_at)}`}
+                    <div className="sub">created {dateTime(key.created_at)}</div>
+                  </td>
                   <td>{key.last_used_at ? dateTime(key.last_used_at) : 'never'}</td>
-                  <td>{key.allowed_ips?.join(', ') ?? 'any'}</td>
                   <td>{describeLimit(key)}</td>
-                  <td>{key.expires_at ? dateTime(key.expires_at) : 'never'}</td>
-                  <td>{key.allowed_models?.join(', ') ?? 'all'}</td>
+                  <td className="rules">
+                    <div className="sub-list">
+                      <span>Expires: {key.expires_at ? dateTime(key.expires_at) : 'never'}</span>
+                      <span>IPs: {key.allowed_ips?.join(', ') ?? 'any'}</span>
+                      <span>Models: {key.allowed_models?.join(', ') ?? 'all'}</span>
+                    </div>
+                  </td>
                   <td className="actions">
                     {key.status === 'active' && confirming !== key.id && (
                       <>
@@ -165,13 +169,13 @@ export function Keys() {
                           className="secondary"
                           onClick={() => setEditing({ id: key.id, draft: draftOf(key) })}
                         >
-                          Edit controls of {key.name}
+                          Edit<span className="sr-only"> controls of {key.name}</span>
                         </button>
                         <button type="button" className="secondary" onClick={() => rotate.mutate(key.id)}>
-                          Rotate {key.name}
+                          Rotate<span className="sr-only"> {key.name}</span>
                         </button>
                         <button type="button" className="danger" onClick={() => setConfirming(key.id)}>
-                          Revoke {key.name}
+                          Revoke<span className="sr-only"> {key.name}</span>
                         </button>
                       </>
                     )}

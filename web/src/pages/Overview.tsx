@@ -13,7 +13,7 @@ import {
   usd,
 } from '../api.ts';
 import { type ChartSeries, DailyChart } from '../Chart.tsx';
-import { ErrorMessage, Section, TableWrap } from '../ui.tsx';
+import { ErrorMessage, Section, Settled, TableWrap } from '../ui.tsx';
 
 export function useAccount() {
   return useQuery({ queryKey: ['account'], queryFn: () => api<AccountDetails>('/api/account') });
@@ -80,126 +80,131 @@ export function Overview() {
     <>
       <h1>Overview</h1>
       <ErrorMessage error={account.error} />
-      {a && (
-        <div className="grid">
-          <Section title="Balance">
-            <p className="big" data-testid="balance">
-              {usd(a.balance_usd)}
-            </p>
-            {a.held_usd > 0 && <p>{usd(a.held_usd)} held by requests in flight.</p>}
-            {a.billing_message && (
-              <p className="error" role="alert">
-                {a.billing_message}
+      <Settled
+        pending={account.isPending || daily.isPending || byModel.isPending || recent.isPending}
+        cards={4}
+      >
+        {a && (
+          <div className="grid">
+            <Section title="Balance">
+              <p className="big" data-testid="balance">
+                {usd(a.balance_usd)}
               </p>
-            )}
-            {trial && (
-              <p className="highlight">
-                Trial credit: {usd(trial.remaining_usd)} left, expires on{' '}
-                <strong>{date(trial.expires_at)}</strong>.
+              {a.held_usd > 0 && <p>{usd(a.held_usd)} held by requests in flight.</p>}
+              {a.billing_message && (
+                <p className="error" role="alert">
+                  {a.billing_message}
+                </p>
+              )}
+              {trial && (
+                <p className="highlight">
+                  Trial credit: {usd(trial.remaining_usd)} left, expires on{' '}
+                  <strong>{date(trial.expires_at)}</strong>.
+                </p>
+              )}
+              <p>
+                <Link to="/billing">Top up or buy a plan</Link>
               </p>
-            )}
-            <p>
-              <Link to="/billing">Top up or buy a plan</Link>
-            </p>
-          </Section>
-          <Section title="Plan and limits">
-            <p className="big cap">{a.plan.replace('_', ' ')}</p>
-            {a.plan_expires_at && <p>Renews or ends on {date(a.plan_expires_at)}.</p>}
-            <dl className="pairs">
-              <dt>Requests per minute</dt>
-              <dd>{num(a.limits.requests_per_minute)}</dd>
-              <dt>Tokens per minute</dt>
-              <dd>{num(a.limits.tokens_per_minute)}</dd>
-              <dt>Tokens today</dt>
-              <dd>
-                {num(a.daily_tokens_used)} of {num(a.limits.daily_tokens)}
-              </dd>
-            </dl>
-            {a.limits.daily_tokens !== null && (
-              <progress
-                max={a.limits.daily_tokens}
-                value={Math.min(a.daily_tokens_used, a.limits.daily_tokens)}
-                aria-label="Today's tokens against the daily cap"
-              />
-            )}
-          </Section>
-        </div>
-      )}
-      {a && (
-        <Section title="Credit grants">
-          <TableWrap label="Credit grants">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Source</th>
-                  <th scope="col">Amount</th>
-                  <th scope="col">Remaining</th>
-                  <th scope="col">Expires</th>
-                </tr>
-              </thead>
-              <tbody>
-                {a.credits.map((credit) => (
-                  <tr key={credit.id}>
-                    <td>{KIND[credit.kind] ?? credit.kind}</td>
-                    <td>{usd(credit.amount_usd)}</td>
-                    <td>{usd(credit.remaining_usd)}</td>
-                    <td>{date(credit.expires_at)}</td>
-                  </tr>
-                ))}
-                {a.credits.length === 0 && (
+            </Section>
+            <Section title="Plan and limits">
+              <p className="big cap">{a.plan.replace('_', ' ')}</p>
+              {a.plan_expires_at && <p>Renews or ends on {date(a.plan_expires_at)}.</p>}
+              <dl className="pairs">
+                <dt>Requests per minute</dt>
+                <dd>{num(a.limits.requests_per_minute)}</dd>
+                <dt>Tokens per minute</dt>
+                <dd>{num(a.limits.tokens_per_minute)}</dd>
+                <dt>Tokens today</dt>
+                <dd>
+                  {num(a.daily_tokens_used)} of {num(a.limits.daily_tokens)}
+                </dd>
+              </dl>
+              {a.limits.daily_tokens !== null && (
+                <progress
+                  max={a.limits.daily_tokens}
+                  value={Math.min(a.daily_tokens_used, a.limits.daily_tokens)}
+                  aria-label="Today's tokens against the daily cap"
+                />
+              )}
+            </Section>
+          </div>
+        )}
+        {a && (
+          <Section title="Credit grants">
+            <TableWrap label="Credit grants">
+              <table>
+                <thead>
                   <tr>
-                    <td colSpan={4}>No usable credit.</td>
+                    <th scope="col">Source</th>
+                    <th scope="col">Amount</th>
+                    <th scope="col">Remaining</th>
+                    <th scope="col">Expires</th>
                   </tr>
-                )}
-              </tbody>
-            </table>
-          </TableWrap>
+                </thead>
+                <tbody>
+                  {a.credits.map((credit) => (
+                    <tr key={credit.id}>
+                      <td>{KIND[credit.kind] ?? credit.kind}</td>
+                      <td>{usd(credit.amount_usd)}</td>
+                      <td>{usd(credit.remaining_usd)}</td>
+                      <td>{date(credit.expires_at)}</td>
+                    </tr>
+                  ))}
+                  {a.credits.length === 0 && (
+                    <tr>
+                      <td colSpan={4}>No usable credit.</td>
+                    </tr>
+                  )}
+                </tbody>
+              </table>
+            </TableWrap>
+          </Section>
+        )}
+        <Section title="Last 30 days">
+          <ErrorMessage error={daily.error} />
+          {daily.data && (
+            <DailyChart
+              label={`Cost by model and tokens by day, ${daily.data.from} to ${daily.data.to}`}
+              days={days}
+              series={series}
+            />
+          )}
+          {byModel.data && (
+            <TableWrap label="Last 30 days by model">
+              <table>
+                <caption>By model</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Model</th>
+                    <th scope="col">Requests</th>
+                    <th scope="col">Tokens</th>
+                    <th scope="col">Cost</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {byModel.data.data.map((row) => (
+                    <tr key={row.model}>
+                      <td>{row.model}</td>
+                      <td>{num(row.requests)}</td>
+                      <td>{num(row.total_tokens)}</td>
+                      <td>{usd(row.cost_usd)}</td>
+                    </tr>
+                  ))}
+                  {byModel.data.data.length === 0 && (
+                    <tr>
+                      <td colSpan={4}>No requests yet.</td>
+                    </tr>
+                  )}
+                </tbody>
+              </table>
+            </TableWrap>
+          )}
         </Section>
-      )}
-      <Section title="Last 30 days">
-        <ErrorMessage error={daily.error} />
-        {daily.data && (
-          <DailyChart
-            label={`Cost by model and tokens by day, ${daily.data.from} to ${daily.data.to}`}
-            days={days}
-            series={series}
-          />
-        )}
-        {byModel.data && (
-          <TableWrap label="Last 30 days by model">
-            <table>
-              <caption>By model</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Model</th>
-                  <th scope="col">Requests</th>
-                  <th scope="col">Tokens</th>
-                  <th scope="col">Cost</th>
-                </tr>
-              </thead>
-              <tbody>
-                {byModel.data.data.map((row) => (
-                  <tr key={row.model}>
-                    <td>{row.model}</td>
-                    <td>{num(row.requests)}</td>
-                    <td>{num(row.total_tokens)}</td>
-                    <td>{usd(row.cost_usd)}</td>
-                  </tr>
-                ))}
-                {byModel.data.data.length === 0 && (
-                  <tr>
-                    <td colSpan={4}>No requests yet.</td>
-                  </tr>
-                )}
-              </tbody>
-            </table>
-          </TableWrap>
-        )}
-      </Section>
-      <Section title="Recent requests">
-        <ErrorMessage error={recent.error} />
-        <RecentTable rows={recent.data?.data ?? []} />
-      </Section>
+        <Section title="Recent requests">
+          <ErrorMessage error={recent.error} />
+          <RecentTable rows={recent.data?.data ?? []} />
+        </Section>
+      </Settled>
     </>
   );
 }

@@ -1,169 +1,237 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useId, useState } from 'react';
-import { api, type IssuedKey, type List, type Model, num, type RecentRequest, usd } from '../api.ts';
-import { ErrorMessage, Field, Section } from '../ui.tsx';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useId, useRef, useState } from 'react';
+import { api, currentCsrfToken, type List, type Model } from '../api.ts';
+import { AnswerView } from '../playground/AnswerView.tsx';
+import { CodeView } from '../playground/CodeView.tsx';
+import { billedCost, requestBody, streamChat } from '../playground/request.ts';
+import { SettingsPanel } from '../playground/SettingsPanel.tsx';
+import {
+  type Answer,
+  EMPTY_STATE,
+  messagesOf,
+  type PlaygroundState,
+  usePlaygroundState,
+} from '../playground/state.ts';
+import { ErrorMessage, Section } from '../ui.tsx';
 
-interface Result {
-  text: string;
-  requestId: string | null;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
-  costUsd: number | null;
+const NEW_ANSWER: Answer = {
+  text: '',
+  toolCalls: '',
+  usage: null,
+  requestId: null,
+  costUsd: null,
+  error: null,
+  pending: true,
+};
+
+/** Replaces pane `pane`'s answer in the last turn. */
+function withAnswer(
+  state: PlaygroundState,
+  turn: number,
+  pane: number,
+  answer: Partial<Answer>,
+): PlaygroundState {
+  const turns = state.turns.map((t, i) => {
+    if (i !== turn) return t;
+    const answers = [...t.answers];
+    answers[pane] = { ...(answers[pane] ?? NEW_ANSWER), ...answer };
+    return { ...t, answers };
+  });
+  return { ...state, turns };
 }
 
-/** Reads an OpenAI-style SSE stream: each `data:` line is one chunk until `data: [DONE]`. */
-async function* chunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Record<string, unknown>> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += decoder.decode(value, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, end).trim();
-      buffer = buffer.slice(end + 1);
-      if (!line.startsWith('data:')) continue;
-      const data = line.slice(5).trim();
-      if (data === '[DONE]') return;
-      yield JSON.parse(data) as Record<string, unknown>;
-    }
-  }
+function ModelSelect(props: {
+  label: string;
+  value: string;
+  models: Model[];
+  onChange: (id: string) => void;
+}) {
+  const id = useId();
+  return (
+    <div className="field">
+      <label htmlFor={id}>{props.label}</label>
+      <select id={id} value={props.value} onChange={(e) => props.onChange(e.target.value)}>
+        {props.models.map((m) => (
+          <option key={m.id} value={m.id}>
+            {m.id} (USD {m.pricing.input_usd_per_million} in / {m.pricing.output_usd_per_million} out per M
+            tokens)
+          </option>
+        ))}
+      </select>
+    </div>
+  );
 }
 
 export function Playground() {
   const queryClient = useQueryClient();
   const models = useQuery({ queryKey: ['models'], queryFn: () => api<List<Model>>('/v1/models') });
-  const [model, setModel] = useState('');
-  const [key, setKey] = useState('');
-  const [message, setMessage] = useState('');
-  const [result, setResult] = useState<Result | null>(null);
-  const modelId = useId();
+  const [state, setState] = usePlaygroundState();
+  const [draft, setDraft] = useState('');
+  const [failure, setFailure] = useState<unknown>(null);
+  const aborts = useRef<AbortController[]>([]);
   const messageId = useId();
-  const chosen = model || models.data?.data[0]?.id || '';
-  const createKey = useMutation({
-    mutationFn: () => api<IssuedKey>('/api/keys', { method: 'POST', body: { name: 'playground' } }),
-    onSuccess: async (issued) => {
-      setKey(issued.key);
-      await queryClient.invalidateQueries({ queryKey: ['keys'] });
-    },
-  });
-  const send = useMutation({
-    mutationFn: async () => {
-      const response = await fetch('/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-        body: JSON.stringify({
-          model: chosen,
-          stream: true,
-          stream_options: { include_usage: true },
-          messages: [{ role: 'user', content: message }],
+  const list = models.data?.data ?? [];
+  const chosen = state.models.map((m, i) => m || list[i]?.id || list[0]?.id || '');
+  const pending = state.turns.some((t) => t.answers.some((a) => a?.pending));
+
+  const runPane = async (pane: number, turn: number, body: Record<string, unknown>, signal: AbortSignal) => {
+    try {
+      const done = await streamChat(
+        body,
+        currentCsrfToken(),
+        (a) => setState((s) => withAnswer(s, turn, pane, a)),
+        signal,
+      );
+      setState((s) => withAnswer(s, turn, pane, { ...done, pending: false }));
+      if (done.requestId) {
+        const cost = await billedCost(done.requestId);
+        setState((s) => withAnswer(s, turn, pane, { costUsd: cost }));
+      }
+    } catch (error) {
+      setState((s) =>
+        withAnswer(s, turn, pane, {
+          pending: false,
+          error: error instanceof Error ? error.message : String(error),
         }),
-      });
-      const requestId = response.headers.get('x-request-id');
-      if (!response.ok || !response.body) {
-        const body = (await response.json().catch(() => ({}))) as { error?: { message?: string } };
-        throw new Error(body.error?.message ?? `HTTP ${response.status}`);
-      }
-      let current: Result = { text: '', requestId, usage: null, costUsd: null };
-      setResult(current);
-      for await (const chunk of chunks(response.body)) {
-        if (chunk['error'])
-          throw new Error((chunk['error'] as { message?: string }).message ?? 'the stream failed');
-        const choices = chunk['choices'] as { delta?: { content?: string } }[] | undefined;
-        const delta = choices?.[0]?.delta?.content ?? '';
-        const usage = (chunk['usage'] as Result['usage'] | undefined) ?? current.usage;
-        current = { ...current, text: current.text + delta, usage };
-        setResult(current);
-      }
-      // The cost as billed: the request's own usage record (written a moment after the stream ends).
-      for (let attempt = 0; attempt < 10 && requestId; attempt++) {
-        const recent = await api<List<RecentRequest>>('/api/usage/recent?limit=20');
-        const row = recent.data.find((r) => r.request_id === requestId);
-        if (row) {
-          current = { ...current, costUsd: row.cost_usd };
-          setResult(current);
-          break;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 300));
-      }
-      await queryClient.invalidateQueries({ queryKey: ['account'] });
-      await queryClient.invalidateQueries({ queryKey: ['recent'] });
-    },
-  });
+      );
+    }
+  };
+
+  const send = (event: FormEvent) => {
+    event.preventDefault();
+    setFailure(null);
+    const turn = state.turns.length;
+    let bodies: Record<string, unknown>[];
+    try {
+      bodies = chosen.map((model, pane) =>
+        requestBody(
+          model,
+          [...messagesOf(state.turns, pane), { role: 'user', content: draft }],
+          state.settings,
+        ),
+      );
+    } catch (error) {
+      setFailure(error);
+      return;
+    }
+    setState((s) => ({
+      ...s,
+      models: chosen,
+      turns: [...s.turns, { user: draft, answers: chosen.map(() => NEW_ANSWER) }],
+      lastRequests: bodies,
+    }));
+    setDraft('');
+    aborts.current = bodies.map(() => new AbortController());
+    void Promise.all(
+      bodies.map((body, pane) => runPane(pane, turn, body, aborts.current[pane]!.signal)),
+    ).then(() => queryClient.invalidateQueries({ queryKey: ['account'] }));
+  };
+
+  const clear = () => {
+    for (const abort of aborts.current) abort.abort();
+    setDraft('');
+    setFailure(null);
+    setState(EMPTY_STATE);
+  };
+  const comparing = chosen.length > 1;
+  const setModel = (pane: number) => (id: string) =>
+    setState((s) => ({ ...s, models: chosen.map((m, i) => (i === pane ? id : m)) }));
+
   return (
     <>
-      <h1>Playground</h1>
-      <p>Requests from here are billed to your account like any other.</p>
-      <Section title="Ask a model">
-        <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            setResult(null);
-            send.mutate();
-          }}
-        >
-          <div className="field">
-            <label htmlFor={modelId}>Model</label>
-            <select id={modelId} value={chosen} onChange={(e) => setModel(e.target.value)}>
-              {models.data?.data.map((m) => (
-                <option key={m.id} value={m.id}>
-                  {m.id} (USD {m.pricing.input_usd_per_million}/{m.pricing.output_usd_per_million} per M
-                  tokens)
-                </option>
-              ))}
-            </select>
+      <div className="page-head">
+        <h1>Playground</h1>
+        <button type="button" className="secondary" onClick={clear}>
+          Clear
+        </button>
+      </div>
+      <p>
+        Try any model your plan allows, signed in, without a key. Requests are billed to your account and
+        appear in usage as “Playground”. The conversation stays in this browser tab: nothing of it is stored
+        on the server.
+      </p>
+      <div className="playground">
+        <Section title="Settings">
+          <div className="model-row">
+            {chosen.map((model, pane) => (
+              <ModelSelect
+                key={pane}
+                label={comparing ? `Model ${pane + 1}` : 'Model'}
+                value={model}
+                models={list}
+                onChange={setModel(pane)}
+              />
+            ))}
+            {list.length === 0 && <div className="field skeleton-field" aria-hidden="true" />}
           </div>
-          <div className="copy-row">
-            <Field
-              label="API key"
-              type="password"
-              value={key}
-              onChange={setKey}
-              required
-              autoComplete="off"
-              hint="Paste one of your keys, or create one for the playground."
-            />
-            <button
-              type="button"
-              className="secondary"
-              onClick={() => createKey.mutate()}
-              disabled={createKey.isPending}
-            >
-              Create a playground key
+          <label className="check">
+            <input
+              type="checkbox"
+              checked={comparing}
+              onChange={(e) =>
+                setState((s) => ({
+                  ...s,
+                  models: e.target.checked
+                    ? [chosen[0] ?? '', list[1]?.id ?? list[0]?.id ?? '']
+                    : [chosen[0] ?? ''],
+                }))
+              }
+            />{' '}
+            Compare two models side by side
+          </label>
+          <SettingsPanel
+            settings={state.settings}
+            onChange={(settings) => setState((s) => ({ ...s, settings }))}
+          />
+        </Section>
+        <Section title="Conversation">
+          <ol className={comparing ? 'conversation compare' : 'conversation'} aria-label="Conversation">
+            {state.turns.length === 0 && <li className="empty">No messages yet. Write one below.</li>}
+            {state.turns.map((turn, i) => (
+              <li key={i}>
+                <div className="bubble user">
+                  <div className="who-said">You</div>
+                  <div className="said">{turn.user}</div>
+                </div>
+                <div className="answers">
+                  {turn.answers.map((answer, pane) => (
+                    <AnswerView key={pane} answer={answer} model={state.models[pane] ?? ''} />
+                  ))}
+                </div>
+              </li>
+            ))}
+          </ol>
+          <form onSubmit={send} className="composer">
+            <div className="field">
+              <label htmlFor={messageId}>Message</label>
+              <textarea
+                id={messageId}
+                rows={3}
+                value={draft}
+                onChange={(e) => setDraft(e.target.value)}
+                onKeyDown={(e) => {
+                  if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) e.currentTarget.form?.requestSubmit();
+                }}
+                required
+              />
+            </div>
+            <ErrorMessage error={failure ?? models.error} />
+            <button type="submit" disabled={pending || !chosen[0]}>
+              Send
             </button>
-          </div>
-          <div className="field">
-            <label htmlFor={messageId}>Message</label>
-            <textarea
-              id={messageId}
-              rows={4}
-              value={message}
-              onChange={(e) => setMessage(e.target.value)}
-              required
-            />
-          </div>
-          <ErrorMessage error={send.error ?? createKey.error} />
-          <button type="submit" disabled={send.isPending || !chosen}>
-            Send
-          </button>
-        </form>
-      </Section>
-      <Section title="Answer">
-        <div className="answer" aria-live="polite" aria-label="Answer">
-          {result?.text || (send.isPending ? '…' : 'The answer streams in here.')}
-        </div>
-        {result?.usage && (
-          <p role="status">
-            Tokens: {num(result.usage.prompt_tokens)} in, {num(result.usage.completion_tokens)} out
-            {result.costUsd !== null && <>; cost {usd(result.costUsd)}</>}
-            {result.requestId && (
-              <>
-                {' '}
-                (request <code>{result.requestId}</code>)
-              </>
+          </form>
+        </Section>
+      </div>
+      <Section title="View code">
+        {state.lastRequests.length === 0 ? (
+          <p>Send a message to see its exact request as curl, Python and TypeScript.</p>
+        ) : (
+          <div className={comparing ? 'code-grid' : ''}>
+            {state.lastRequests.map(
+              (body, pane) =>
+                body && <CodeView key={pane} body={body} title={`The request to ${String(body['model'])}`} />,
             )}
-          </p>
+          </div>
         )}
       </Section>
     </>

@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useMemo, useState } from 'react';
-import { api, num, type Usage, usd } from '../api.ts';
+import { api, type ApiKey, date, type List, num, type Usage, usd } from '../api.ts';
 import { DailyChart } from '../Chart.tsx';
 import { ErrorMessage, Field, Section, TableWrap } from '../ui.tsx';
 import { daysBetween } from './Overview.tsx';
@@ -42,7 +42,18 @@ export function UsagePage() {
     },
     [csvHref],
   );
-  const label = groupBy === 'key' ? 'Key' : groupBy === 'model' ? 'Model' : 'Day';
+  const label = groupBy === 'key' ? 'Key' : groupBy === 'model' ? 'Model' : 'Day (UTC)';
+  const keys = useQuery({
+    queryKey: ['keys'],
+    queryFn: () => api<List<ApiKey>>('/api/keys'),
+    enabled: groupBy === 'key',
+  });
+  /** A key's name and prefix; the playground's own metering key by its name. */
+  const keyLabel = (id: string): string => {
+    if (id.startsWith('playground_')) return 'Playground';
+    const found = keys.data?.data.find((k) => k.id === id);
+    return found ? `${found.name} (${found.prefix})` : id;
+  };
   return (
     <>
       <h1>Usage</h1>
@@ -63,10 +74,11 @@ export function UsagePage() {
             </select>
           </div>
         </div>
+        <p className="hint">Days are UTC: usage and daily limits start over at UTC midnight.</p>
       </Section>
       <ErrorMessage error={usage.error} />
       {data && (
-        <Section title={`Usage by ${label.toLowerCase()}`}>
+        <Section title={`Usage by ${groupBy}`}>
           {groupBy === 'day' && (
             <DailyChart
               label={`Cost and tokens by day, ${data.from} to ${data.to}`}
@@ -102,7 +114,7 @@ export function UsagePage() {
                   const key = row.day ?? row.model ?? row.key_id ?? '';
                   return (
                     <tr key={key}>
-                      <td>{key}</td>
+                      <td>{row.day ? date(row.day) : row.key_id ? keyLabel(row.key_id) : key}</td>
                       <td>{num(row.requests)}</td>
                       <td>{num(row.prompt_tokens)}</td>
                       <td>{num(row.completion_tokens)}</td>

@@ -80,7 +80,7 @@ export function Webhooks() {
       <ErrorMessage error={error ?? endpoint.error} />
       <Section title="Endpoint">
         <form
-          className="inline-form"
+          className="inline-form endpoint-form"
           onSubmit={(event) => {
             event.preventDefault();
             save.mutate();

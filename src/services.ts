@@ -20,7 +20,8 @@ import type { Limiter } from './limits/limiter.ts';
 import { type SessionPolicy, SessionsService } from './accounts/sessions-service.ts';
 import { effectiveLimits } from './limits/effective-limits.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
-import { createHealthCheck, type HealthReport } from './observability/health.ts';
+import { createHealthCheck, type HealthReport, VERSION } from './observability/health.ts';
+import { createTracing, type Tracing } from './observability/tracing/tracing.ts';
 import { Metrics } from './observability/metrics.ts';
 import { createOperators, type Operators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
@@ -64,6 +65,8 @@ export interface Services {
   /** The account's webhook endpoint, test events, delivery log and redelivery. */
   webhooks: WebhooksService;
   startedAt: number;
+  /** Traces of requests, when the OTEL_* variables turn them on. */
+  tracing: Tracing | undefined;
   /** Refuses (429) an address that registers, verifies or resets too often. */
   signups: SignupGuard;
   /** The health report (`GET /health`). */
@@ -99,6 +102,8 @@ export interface ServicesOptions {
   sessionPolicy?: Partial<SessionPolicy>;
   /** How long a status page snapshot is served before it is rebuilt. */
   statusRefreshMs?: number;
+  /** Where the OTEL_* variables are read (process.env by default). */
+  telemetryEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 /** Wires the domain services over a store; does no I/O until used. */
@@ -129,6 +134,12 @@ export function createServices(options: ServicesOptions): Services {
       provider.id,
       createProvider(provider, config.timeouts),
     ]),
+  );
+  const tracing = createTracing(
+    options.telemetryEnv ?? process.env,
+    new Map([...config.providers.values()].map((provider) => [provider.id, provider.type])),
+    logger,
+    VERSION,
   );
   const router = new Router({
     models: config.models,
@@ -239,6 +250,7 @@ export function createServices(options: ServicesOptions): Services {
     webhooks,
     usage: new UsageService({ store, config, clock }),
     startedAt,
+    tracing,
     signups: new SignupGuard(limiter, clock),
     health: createHealthCheck({ store, limiter, settlements, router, clock, startedAt }),
     async start() {
@@ -276,6 +288,7 @@ export function createServices(options: ServicesOptions): Services {
       await Promise.all([...providers.values()].map((provider) => provider.close()));
       await limiter.close();
       await bus.close();
+      await tracing?.close();
     },
   };
 }

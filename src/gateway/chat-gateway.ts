@@ -24,6 +24,7 @@ import type { AnswerFacts, StreamSink } from './stream-sink.ts';
 import { utcDay } from '../shared/time.ts';
 import { withoutUpstreamJson } from './upstream-json.ts';
 import { formatUsd } from '../shared/money.ts';
+import { completionFacts, chunkFacts, type RequestTrace } from '../observability/tracing/request-trace.ts';
 
 /** How long a hold lives if its request never settles (its instance died): then a job releases it. */
 export const HOLD_TTL_MS = 60 * 60_000;
@@ -34,6 +35,8 @@ export interface CallerContext {
   account: AccountRecord;
   /** performance.now() when the request arrived. */
   arrivedAt: number;
+  /** The request's trace, when tracing is on. */
+  trace?: RequestTrace | undefined;
 }
 
 /** A request that passed every check and holds its credit: ready to go upstream. */
@@ -102,6 +105,7 @@ export class ChatGateway {
     const { request, model } = parseChatRequest(body, config.models, config.maxMessages);
     const now = clock();
     const { account, key } = ctx;
+    ctx.trace?.requested(request, account.id, key.id);
     const notAllowed = modelRefusal(key, model.id);
     if (notAllowed) throw this.#refuse(notAllowed);
     // Cheap refusals before the one expensive step, counting the prompt (the key and account were checked
@@ -140,6 +144,7 @@ export class ChatGateway {
     }
     const holdMicros = costMicros(model, promptTokens, request.maxTokens ?? model.defaultMaxTokens);
     const { holds } = this.#o;
+    const holdFrom = ctx.trace ? performance.now() : 0;
     let held: boolean;
     try {
       const ask: HoldAsk = [
@@ -170,6 +175,7 @@ export class ChatGateway {
         : standing.message;
       throw this.#refuse(new GatewayError('payment_required', message, { rateLimits: admission }));
     }
+    ctx.trace?.admitted(performance.now() - holdFrom);
     return { ctx, request, model, promptTokens, reservedTokens, rateLimits: admission };
   }
 
@@ -208,13 +214,14 @@ export class ChatGateway {
     const { request, model, promptTokens } = admitted;
     let attempted;
     try {
-      attempted = await this.#o.router.complete(request, signal, model.defaultMaxTokens);
+      attempted = await this.#o.router.complete(request, signal, model.defaultMaxTokens, admitted.ctx.trace);
     } catch (error) {
       this.#finish(admitted, this.#failed(admitted, signal.aborted));
       throw error;
     }
     const upstreamMs = performance.now() - attempted.upstreamStartedAt;
     const completion = attempted.result;
+    admitted.ctx.trace?.answered(completionFacts(completion));
     completion.model = request.model;
     const usage = completion.usage;
     const estimated = !isUsage(usage);
@@ -261,6 +268,7 @@ export class ChatGateway {
         abort.signal,
         model.defaultMaxTokens,
         sink.passThrough !== undefined,
+        ctx.trace,
       );
     } catch (error) {
       this.#finish(admitted, this.#failed(admitted, abort.signal.aborted));
@@ -271,7 +279,7 @@ export class ChatGateway {
     this.#o.metrics.overhead.observe(overheadMs / 1000);
     sink.open({ rateLimits: admitted.rateLimits, overheadMs, costMicros: undefined });
 
-    const relay: RelayState = { generated: '', usage: undefined };
+    const relay: RelayState = { generated: '', usage: undefined, trace: ctx.trace };
     let status: UsageStatus = 'ok';
     const stream = opened.result;
     let failure: unknown;
@@ -423,6 +431,7 @@ export class ChatGateway {
       createdAt: now,
     };
     settlements.add(settlement);
+    ctx.trace?.finished(settlement);
     const journaled = holds.finished?.(settlement);
     const used = outcome.promptTokens + outcome.completionTokens;
     if (!giveBack && limiter.reconcileNow)
@@ -453,6 +462,7 @@ export class ChatGateway {
 interface RelayState {
   generated: string;
   usage: ChatChunk['usage'];
+  trace: RequestTrace | undefined;
 }
 
 /** Counts a canonical event toward the answer: the upstream's usage, or the text to estimate from. */
@@ -467,6 +477,12 @@ function meterEvent(event: StreamEvent, state: RelayState): void {
     case 'usage':
       state.usage = event.usage;
       break;
+    case 'start':
+      state.trace?.answered({ id: event.id });
+      break;
+    case 'finish':
+      state.trace?.answered({ finishReasons: [event.reason] });
+      break;
     default:
       break;
   }
@@ -475,6 +491,7 @@ function meterEvent(event: StreamEvent, state: RelayState): void {
 /** The fast path's metering of a parsed chunk (as meterEvent; raw chunks' text is kept in a RawText): its usage,
  * or the text to estimate from; it gets the public id. */
 function meter(chunk: ChatChunk, request: ChatRequest, state: RelayState): void {
+  state.trace?.answered(chunkFacts(chunk));
   chunk.model = request.model;
   if (isUsage(chunk.usage)) state.usage = chunk.usage;
   for (const choice of chunk.choices) {

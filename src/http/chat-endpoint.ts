@@ -96,6 +96,7 @@ async function serveChat(
   requestId: string,
 ): Promise<void> {
   const { services } = options;
+  const trace = services.tracing?.start(req.headers, pathOf(req.url ?? ''), requestId, arrivedAt);
   try {
     if (options.closing()) {
       res.setHeader('connection', 'close');
@@ -116,7 +117,7 @@ async function serveChat(
       sendJson(res, 200, door.idHeaders(requestId), exchange.countOnly(tokens));
       return;
     }
-    const ctx = { requestId, key, account, arrivedAt };
+    const ctx = { requestId, key, account, arrivedAt, trace };
     const admitted = await services.gateway.admit(ctx, exchange.chatBody);
     if (admitted.request.stream) {
       const text = createSseSink(res, door.idHeaders(requestId));
@@ -134,6 +135,7 @@ async function serveChat(
     else sendJsonText(res, 200, headers, JSON.stringify(exchange.answer(answered.completion, admitted)));
   } catch (error) {
     const failure = toGatewayError(error);
+    trace?.failed(failure.code, failure.status);
     if (isLogged(failure)) services.logger.error({ err: error, reqId: requestId }, 'request failed');
     if (res.headersSent || res.destroyed) {
       // A stream already open ends its own way (the gateway writes the error event); anything else is cut.
@@ -146,6 +148,8 @@ async function serveChat(
       { ...errorHeaders(failure), ...door.idHeaders(requestId) },
       door.errorBody(failure, requestId),
     );
+  } finally {
+    trace?.end();
   }
 }
 

@@ -9,6 +9,7 @@ import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
 import { DeploymentWindow, type WindowCounts, type WindowSnapshot } from './deployment-window.ts';
 import { sanitizeUpstreamMessage } from './sanitize-upstream-message.ts';
 import { applyParamPolicy } from './param-policy.ts';
+import type { AttemptObserver } from './attempt-observer.ts';
 
 interface Deployment {
   model: ModelConfig;
@@ -107,13 +108,15 @@ export class Router {
     request: ChatRequest,
     signal: AbortSignal,
     defaultMaxTokens: number,
+    observer?: AttemptObserver,
   ): Promise<Attempted<ChatCompletion>> {
-    return this.#attempt(request, signal, false, (deployment, shaped) =>
+    return this.#attempt(request, signal, false, observer, (deployment, shaped, headers) =>
       deployment.provider.complete({
         request: shaped,
         upstreamModel: deployment.config.upstreamModel,
         signal,
         defaultMaxTokens,
+        headers,
       }),
     );
   }
@@ -127,13 +130,15 @@ export class Router {
     signal: AbortSignal,
     defaultMaxTokens: number,
     passThrough = false,
+    observer?: AttemptObserver,
   ): Promise<Attempted<OpenedStream>> {
-    return this.#attempt(request, signal, true, async (deployment, shaped): Promise<OpenedStream> => {
+    return this.#attempt(request, signal, true, observer, async (deployment, shaped, headers) => {
       const call = {
         request: shaped,
         upstreamModel: deployment.config.upstreamModel,
         signal,
         defaultMaxTokens,
+        headers,
       };
       if (passThrough && deployment.provider.passThrough)
         return { passThrough: await deployment.provider.passThrough(call) };
@@ -187,7 +192,12 @@ export class Router {
     request: ChatRequest,
     signal: AbortSignal,
     streamed: boolean,
-    call: (deployment: Deployment, shaped: ChatRequest) => Promise<T>,
+    observer: AttemptObserver | undefined,
+    call: (
+      deployment: Deployment,
+      shaped: ChatRequest,
+      headers: Readonly<Record<string, string>> | undefined,
+    ) => Promise<T>,
   ): Promise<Attempted<T>> {
     const candidates = this.#candidates(request.model);
     let lastError: ProviderError | undefined;
@@ -214,9 +224,11 @@ export class Router {
         now = this.#clock();
       }
       attempts += 1;
+      const watch = observer?.attempt(deployment.config.id, deployment.provider.id, attempts - 1);
       const startedAt = performance.now();
       try {
-        const result = await call(deployment, shaped);
+        const result = await call(deployment, shaped, watch?.headers);
+        watch?.succeeded();
         const elapsedMs = performance.now() - startedAt;
         deployment.breaker.success(elapsedMs);
         // A stream's attempt ends at its first chunk: that is its time to first token, not its latency.
@@ -234,6 +246,7 @@ export class Router {
           error instanceof ProviderError
             ? error
             : new ProviderError('protocol', (error as Error).message, { cause: error });
+        watch?.failed(failure.status ? String(failure.status) : failure.failure);
         if (failure.failure === 'aborted' || signal.aborted) {
           deployment.breaker.release();
           throw new GatewayError('internal_error', 'request cancelled by the client', { cause: failure });

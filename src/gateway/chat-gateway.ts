@@ -24,7 +24,12 @@ import type { AnswerFacts, StreamSink } from './stream-sink.ts';
 import { utcDay } from '../shared/time.ts';
 import { withoutUpstreamJson } from './upstream-json.ts';
 import { formatUsd } from '../shared/money.ts';
-import { completionFacts, chunkFacts, type RequestTrace } from '../observability/tracing/request-trace.ts';
+import {
+  completionFacts,
+  chunkFacts,
+  rawChunkFacts,
+  type RequestTrace,
+} from '../observability/tracing/request-trace.ts';
 
 /** How long a hold lives if its request never settles (its instance died): then a job releases it. */
 export const HOLD_TTL_MS = 60 * 60_000;
@@ -362,8 +367,10 @@ export class ChatGateway {
       if (sink.closed) return true;
       for (let i = 0; i < batch.length; i++) {
         const chunk = batch[i]!;
-        if (chunk instanceof RawChunk) rawText.add(chunk);
-        else {
+        if (chunk instanceof RawChunk) {
+          rawText.add(chunk);
+          state.trace?.answered(rawChunkFacts(chunk));
+        } else {
           state.generated += rawText.take();
           meter(chunk, request, state);
         }

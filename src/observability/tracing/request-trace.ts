@@ -198,3 +198,29 @@ export function completionFacts(completion: {
 
 /** A streamed chunk's id and model (the first one's are kept) and any finish reason it carries. */
 export const chunkFacts = completionFacts;
+
+const ID = Buffer.from('"id":"');
+const FINISH = Buffer.from('"finish_reason":"');
+
+/**
+ * A pass-through chunk's id, model and finish reason, read from its bytes (the chunk is not parsed on that path):
+ * only string values are taken, and only these three members.
+ */
+export function rawChunkFacts(chunk: { bytes: Buffer; modelStart: number; modelEnd: number }): TracedAnswer {
+  const { bytes } = chunk;
+  const reason = stringAfter(bytes, FINISH);
+  return {
+    id: stringAfter(bytes, ID),
+    model:
+      chunk.modelStart >= 0 ? bytes.toString('utf8', chunk.modelStart + 1, chunk.modelEnd - 1) : undefined,
+    finishReasons: reason === undefined ? undefined : [reason],
+  };
+}
+
+function stringAfter(bytes: Buffer, key: Buffer): string | undefined {
+  const at = bytes.indexOf(key);
+  if (at < 0) return undefined;
+  const start = at + key.length;
+  const end = bytes.indexOf(0x22, start);
+  return end < 0 ? undefined : bytes.toString('utf8', start, Math.min(end, start + 128));
+}

@@ -22,6 +22,7 @@ import { effectiveLimits } from './limits/effective-limits.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
 import { createHealthCheck, type HealthReport, VERSION } from './observability/health.ts';
 import { createTracing, type Tracing } from './observability/tracing/tracing.ts';
+import { createRequestEvents } from './observability/request-events/request-events.ts';
 import { Metrics } from './observability/metrics.ts';
 import { createOperators, type Operators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
@@ -102,7 +103,7 @@ export interface ServicesOptions {
   sessionPolicy?: Partial<SessionPolicy>;
   /** How long a status page snapshot is served before it is rebuilt. */
   statusRefreshMs?: number;
-  /** Where the OTEL_* variables are read (process.env by default). */
+  /** Where the OTEL_* and TOLLGATE_REQUEST_EVENTS* variables are read (process.env by default). */
   telemetryEnv?: Readonly<Record<string, string | undefined>>;
 }
 
@@ -141,6 +142,7 @@ export function createServices(options: ServicesOptions): Services {
     logger,
     VERSION,
   );
+  const requestEvents = createRequestEvents(options.telemetryEnv ?? process.env, metrics.registry, logger);
   const router = new Router({
     models: config.models,
     providers,
@@ -222,6 +224,7 @@ export function createServices(options: ServicesOptions): Services {
     logger,
     limitsOf: (account) => effectiveLimits(config.plans, account),
     billingStanding: (account, now, balance) => billingStanding(config, account, now, balance),
+    onFinished: requestEvents && ((settlement) => requestEvents.record(settlement)),
   });
   const operators = createOperators({
     ...{ store, config, clock, logger, mailer, router, accounts, cache, bus, scheduler, webhooks },
@@ -288,7 +291,7 @@ export function createServices(options: ServicesOptions): Services {
       await Promise.all([...providers.values()].map((provider) => provider.close()));
       await limiter.close();
       await bus.close();
-      await tracing?.close();
+      await Promise.all([tracing?.close(), requestEvents?.close()]);
     },
   };
 }

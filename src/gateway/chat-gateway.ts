@@ -84,6 +84,8 @@ export interface ChatGatewayOptions {
   limitsOf(account: AccountRecord): LimitSet;
   /** Whether the account may spend; without a balance, the rules no balance changes (src/billing/standing.ts). */
   billingStanding(account: AccountRecord, now: number, balance?: Balance): Standing;
+  /** Told of every finished request (the request events stream), when something listens. */
+  onFinished?: ((settlement: Settlement) => void) | undefined;
 }
 
 const REFUSALS = {
@@ -439,6 +441,7 @@ export class ChatGateway {
     };
     settlements.add(settlement);
     ctx.trace?.finished(settlement);
+    this.#o.onFinished?.(settlement);
     const journaled = holds.finished?.(settlement);
     const used = outcome.promptTokens + outcome.completionTokens;
     if (!giveBack && limiter.reconcileNow)

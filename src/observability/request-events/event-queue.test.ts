@@ -119,7 +119,7 @@ describe('request events queue', () => {
       ttft_ms: null,
       created_at: '2026-01-02T00:00:00.000Z',
     });
-    assert.equal(lines[1].request_id, 'req_2');
+    assert.equal(lines[1]!['request_id'], 'req_2');
   });
 
   it('is off unless TOLLGATE_REQUEST_EVENTS names stdout or an http(s) URL', () => {

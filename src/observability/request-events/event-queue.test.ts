@@ -101,7 +101,7 @@ describe('request events queue', () => {
     const lines = written
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line));
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     assert.deepEqual(lines[0], {
       type: 'request.finished',
       request_id: 'req_1',

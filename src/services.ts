@@ -24,6 +24,7 @@ import { createHealthCheck, type HealthReport, VERSION } from './observability/h
 import { createTracing, type Tracing } from './observability/tracing/tracing.ts';
 import { createRequestEvents } from './observability/request-events/request-events.ts';
 import { Metrics } from './observability/metrics.ts';
+import { registerStateGauges } from './observability/state-gauges.ts';
 import { createOperators, type Operators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
 import type { Provider } from './providers/provider.ts';
@@ -212,6 +213,13 @@ export function createServices(options: ServicesOptions): Services {
     onEventQueued: () => dispatcher.nudge(),
   });
   const webhooks = new WebhooksService({ store, config, clock, onEventQueued: () => dispatcher.nudge() });
+  const earned = registerStateGauges(metrics.registry, {
+    store,
+    router,
+    limiter,
+    settlements,
+    holdsInStore: holds.rowsInStore,
+  });
   const gateway = new ChatGateway({
     config,
     store,
@@ -224,7 +232,12 @@ export function createServices(options: ServicesOptions): Services {
     logger,
     limitsOf: (account) => effectiveLimits(config.plans, account),
     billingStanding: (account, now, balance) => billingStanding(config, account, now, balance),
-    onFinished: requestEvents && ((settlement) => requestEvents.record(settlement)),
+    onFinished: requestEvents
+      ? (settlement) => {
+          earned(settlement);
+          requestEvents.record(settlement);
+        }
+      : earned,
   });
   const operators = createOperators({
     ...{ store, config, clock, logger, mailer, router, accounts, cache, bus, scheduler, webhooks },

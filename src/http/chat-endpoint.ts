@@ -96,7 +96,11 @@ async function serveChat(
   requestId: string,
 ): Promise<void> {
   const { services } = options;
-  const trace = services.tracing?.start(req.headers, pathOf(req.url ?? ''), requestId, arrivedAt);
+  // Counting tokens calls no model: it is not traced.
+  const trace =
+    services.tracing && door !== countTokensDoor
+      ? services.tracing.start(req.headers, pathOf(req.url ?? ''), requestId, arrivedAt)
+      : undefined;
   try {
     if (options.closing()) {
       res.setHeader('connection', 'close');

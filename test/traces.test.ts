@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startFakeAnthropic } from '../src/providers/anthropic/fake-anthropic.ts';
 import type { FakeUpstream } from '../src/providers/fake-upstream.ts';
@@ -170,6 +172,19 @@ for (const protocol of ['http/protobuf', 'http/json'] as const) {
       );
     });
 
+    it('a Responses call: its own span, with the door and the usage', async () => {
+      openaiUp.script({ kind: 'ok', text: ANSWER });
+      const answer = await post('/v1/responses', { model: 'model-b', input: PROMPT, max_output_tokens: 40 });
+      assert.equal(answer.status, 200);
+      const span = await requestSpan(answer.headers.get('x-request-id')!);
+      assert.equal(span.kind, SERVER_KIND);
+      assert.equal(span.attributes['tollgate.door'], '/v1/responses');
+      assert.equal(span.attributes['gen_ai.request.model'], 'model-b');
+      assert.equal(span.attributes['gen_ai.request.max_tokens'], 40);
+      assert.ok(Number(span.attributes['gen_ai.usage.output_tokens']) > 0);
+      await until(() => childrenOf(span).length === 1, 'the attempt span');
+    });
+
     it('a 429 refusal: its span carries the error code and has no attempt', async () => {
       const { key: limited, accountId } = await server.registerOn('pro');
       const set = await server.call('PUT', `/api/admin/accounts/${accountId}/limits`, {
@@ -218,3 +233,55 @@ for (const protocol of ['http/protobuf', 'http/json'] as const) {
     });
   });
 }
+
+describe('traces to a collector that never answers', () => {
+  let opened: OpenedBackend;
+  let server: TestServer;
+  let upstream: FakeUpstream;
+  let hanging: Server;
+
+  before(async () => {
+    opened = await BACKENDS[0]!.open();
+    upstream = await startFakeOpenAI();
+    // Takes every export and never answers it.
+    hanging = createServer(() => {});
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    server = await startTestServer({
+      backend: opened,
+      yaml: {
+        providers: [{ id: 'up', type: 'openai', base_url: upstream.url }],
+        models: { 'model-b': { deployments: [{ provider: 'up', model: 'up-b' }] } },
+      },
+      extra: {
+        telemetryEnv: {
+          OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`,
+          OTEL_BSP_MAX_QUEUE_SIZE: '4',
+          OTEL_BSP_SCHEDULE_DELAY: '10',
+          OTEL_EXPORTER_OTLP_TIMEOUT: '60000',
+        },
+      },
+    });
+  });
+  after(async () => {
+    hanging?.closeAllConnections();
+    hanging?.close();
+    await server?.close();
+    await upstream?.close();
+    await opened?.cleanup();
+  });
+
+  it('requests are answered while the export queue is full: spans are dropped, nothing waits', async () => {
+    const { key } = await server.registerOn('pro');
+    const statuses: number[] = [];
+    // Many more spans than the queue holds, while the first export hangs.
+    for (let i = 0; i < 40; i++) {
+      const answer = await server.call('POST', '/v1/chat/completions', {
+        key,
+        body: { model: 'model-b', stream: i % 2 === 0, messages: [{ role: 'user', content: 'hi' }] },
+      });
+      await answer.body;
+      statuses.push(answer.status);
+    }
+    assert.deepEqual(new Set(statuses), new Set([200]));
+  });
+});

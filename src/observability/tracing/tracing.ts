@@ -25,6 +25,9 @@ export interface Tracing {
   close(): Promise<void>;
 }
 
+/** The longest a shutdown waits for the last spans' export. */
+const CLOSE_MS = 3_000;
+
 const getter = {
   keys: (carrier: IncomingHttpHeaders): string[] => Object.keys(carrier),
   get: (carrier: IncomingHttpHeaders, key: string): string | string[] | undefined => carrier[key],
@@ -76,9 +79,16 @@ export function createTracing(
       return new RequestTrace(kit, parent, door, requestId, arrivedAt);
     },
     async close() {
-      await provider
-        .shutdown()
-        .catch((error: unknown) => logger.warn({ err: error }, 'trace export did not finish'));
+      // A collector that does not answer must not hold the drain: what it has not taken by then is lost.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_MS).unref()));
+      await Promise.race([
+        provider
+          .shutdown()
+          .catch((error: unknown) => logger.warn({ err: error }, 'trace export did not finish')),
+        late.then(() => logger.warn('trace export did not finish before shutdown: the rest is dropped')),
+      ]);
+      clearTimeout(timer);
     },
   };
 }

@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startFakeAnthropic } from '../src/providers/anthropic/fake-anthropic.ts';
 import type { FakeUpstream } from '../src/providers/fake-upstream.ts';
 import { startFakeOpenAI } from '../src/providers/openai/fake-openai.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
+import { startGatewayProcess } from './helpers/process.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './helpers/otlp-receiver.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 import { until } from './helpers/until.ts';
@@ -283,5 +287,59 @@ describe('traces to a collector that never answers', () => {
       statuses.push(answer.status);
     }
     assert.deepEqual(new Set(statuses), new Set([200]));
+  });
+});
+
+describe('traces from a gateway process started as npm start starts it', () => {
+  let receiver: OtlpReceiver;
+  let dir: string;
+
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    dir = mkdtempSync(join(tmpdir(), 'tollgate-traces-'));
+  });
+  after(async () => {
+    await receiver?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads the OTEL_* variables of its environment and exports a refused request’s span', async () => {
+    const gateway = await startGatewayProcess({
+      DATABASE_URL: `sqlite:${join(dir, 'tollgate.db')}`,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: '20',
+      OTEL_SERVICE_NAME: 'tollgate-process',
+    });
+    try {
+      const answer = await fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer tg-not-a-key' },
+        body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: PROMPT }] }),
+      });
+      assert.equal(answer.status, 401);
+      const requestId = answer.headers.get('x-request-id');
+      await until(
+        () => receiver.spans.some((span) => span.attributes['tollgate.request.id'] === requestId),
+        'the refused request’s span',
+      );
+      const span = receiver.spans.find((s) => s.attributes['tollgate.request.id'] === requestId)!;
+      assert.equal(span.resource['service.name'], 'tollgate-process');
+      assert.equal(span.attributes['http.response.status_code'], 401);
+      assert.equal(span.statusCode, ERROR);
+    } finally {
+      gateway.child.kill('SIGTERM');
+      await gateway.exited;
+    }
+  });
+
+  it('refuses to start with a protocol it cannot send, naming the variable', async () => {
+    await assert.rejects(
+      startGatewayProcess({
+        DATABASE_URL: `sqlite:${join(dir, 'refused.db')}`,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      }),
+      /OTEL_EXPORTER_OTLP_PROTOCOL/,
+    );
   });
 });

@@ -20,10 +20,13 @@ import type { Limiter } from './limits/limiter.ts';
 import { type SessionPolicy, SessionsService } from './accounts/sessions-service.ts';
 import { effectiveLimits } from './limits/effective-limits.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
-import { createHealthCheck, type HealthReport } from './observability/health.ts';
+import { createHealthCheck, type HealthReport, VERSION } from './observability/health.ts';
 import { Readiness } from './observability/readiness.ts';
 import { warmUp } from './observability/warm-up.ts';
+import { createTracing, type Tracing } from './observability/tracing/tracing.ts';
+import { createRequestEvents } from './observability/request-events/request-events.ts';
 import { Metrics } from './observability/metrics.ts';
+import { registerStateGauges } from './observability/state-gauges.ts';
 import { createOperators, type Operators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
 import type { Provider } from './providers/provider.ts';
@@ -72,6 +75,8 @@ export interface Services {
   /** The account's webhook endpoint, test events, delivery log and redelivery. */
   webhooks: WebhooksService;
   startedAt: number;
+  /** Traces of requests, when the OTEL_* variables turn them on. */
+  tracing: Tracing | undefined;
   /** Refuses (429) an address that registers, verifies or resets too often. */
   signups: SignupGuard;
   /** The version contract between this instance and the others on its database. */
@@ -115,6 +120,8 @@ export interface ServicesOptions {
   statusRefreshMs?: number;
   /** The operator forced this release to keep running beside newer ones (TOLLGATE_FORCE_VERSION). */
   forceVersion?: boolean;
+  /** Where the OTEL_* and TOLLGATE_REQUEST_EVENTS* variables are read (process.env by default). */
+  telemetryEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 /** Wires the domain services over a store; does no I/O until used. */
@@ -146,6 +153,13 @@ export function createServices(options: ServicesOptions): Services {
       createProvider(provider, config.timeouts),
     ]),
   );
+  const tracing = createTracing(
+    options.telemetryEnv ?? process.env,
+    new Map([...config.providers.values()].map((provider) => [provider.id, provider.type])),
+    logger,
+    VERSION,
+  );
+  const requestEvents = createRequestEvents(options.telemetryEnv ?? process.env, metrics.registry, logger);
   const router = new Router({
     models: config.models,
     providers,
@@ -256,6 +270,13 @@ export function createServices(options: ServicesOptions): Services {
     throttle: new SendThrottle(limiter, clock),
     ...(options.webhookResolve ? { resolve: options.webhookResolve } : {}),
   });
+  const earned = registerStateGauges(metrics.registry, {
+    store,
+    router,
+    limiter,
+    settlements,
+    holdsInStore: holds.rowsInStore,
+  });
   const gateway = new ChatGateway({
     config,
     store,
@@ -268,6 +289,12 @@ export function createServices(options: ServicesOptions): Services {
     logger,
     limitsOf: (account) => effectiveLimits(config.plans, account),
     billingStanding: (account, now, balance) => billingStanding(config, account, now, balance),
+    onFinished: requestEvents
+      ? (settlement) => {
+          earned(settlement);
+          requestEvents.record(settlement);
+        }
+      : earned,
   });
   const operators = createOperators({
     ...{ store, config, clock, logger, mailer, router, accounts, cache, bus, scheduler, webhooks },
@@ -296,6 +323,7 @@ export function createServices(options: ServicesOptions): Services {
     webhooks,
     usage: new UsageService({ store, config, clock }),
     startedAt,
+    tracing,
     signups: new SignupGuard(limiter, clock),
     fleet,
     health: createHealthCheck({ store, limiter, settlements, router, clock, startedAt }),
@@ -342,6 +370,7 @@ export function createServices(options: ServicesOptions): Services {
       await Promise.all([...providers.values()].map((provider) => provider.close()));
       await limiter.close();
       await bus.close();
+      await Promise.all([tracing?.close(), requestEvents?.close()]);
     },
   };
 }

@@ -30,6 +30,12 @@ import type { AnswerFacts, StreamSink } from './stream-sink.ts';
 import { utcDay } from '../shared/time.ts';
 import { withoutUpstreamJson } from './upstream-json.ts';
 import { formatUsd } from '../shared/money.ts';
+import {
+  completionFacts,
+  chunkFacts,
+  rawChunkFacts,
+  type RequestTrace,
+} from '../observability/tracing/request-trace.ts';
 
 /** How long a hold lives if its request never settles (its instance died): then a job releases it. */
 export const HOLD_TTL_MS = 60 * 60_000;
@@ -40,6 +46,8 @@ export interface CallerContext {
   account: AccountRecord;
   /** performance.now() when the request arrived. */
   arrivedAt: number;
+  /** The request's trace, when tracing is on. */
+  trace?: RequestTrace | undefined;
 }
 
 /** A request that passed every check and holds its credit: ready to go upstream. */
@@ -82,6 +90,8 @@ export interface ChatGatewayOptions {
   limitsOf(account: AccountRecord): LimitSet;
   /** Whether the account may spend; without a balance, the rules no balance changes (src/billing/standing.ts). */
   billingStanding(account: AccountRecord, now: number, balance?: Balance): Standing;
+  /** Told of every finished request (the request events stream), when something listens. */
+  onFinished?: ((settlement: Settlement) => void) | undefined;
 }
 
 const REFUSALS = {
@@ -108,6 +118,7 @@ export class ChatGateway {
     const { request, model } = parseChatRequest(body, config.models, config.maxMessages);
     const now = clock();
     const { account, key } = ctx;
+    ctx.trace?.requested(request, account.id, key.id);
     const notAllowed = modelRefusal(key, model.id);
     if (notAllowed) throw this.#refuse(notAllowed);
     // Cheap refusals before the one expensive step, counting the prompt (the key and account were checked
@@ -147,6 +158,7 @@ export class ChatGateway {
     }
     const holdMicros = costMicros(model, promptTokens, request.maxTokens ?? model.defaultMaxTokens);
     const { holds } = this.#o;
+    const holdFrom = ctx.trace ? performance.now() : 0;
     let held: boolean;
     try {
       const ask: HoldAsk = [
@@ -177,6 +189,7 @@ export class ChatGateway {
         : standing.message;
       throw this.#refuse(new GatewayError('payment_required', message, { rateLimits: admission }));
     }
+    ctx.trace?.admitted(performance.now() - holdFrom);
     return { ctx, request, model, promptTokens, reservedTokens, rateLimits: admission };
   }
 
@@ -249,6 +262,7 @@ export class ChatGateway {
         signal,
         model.defaultMaxTokens,
         admitted.ctx.account.id,
+        admitted.ctx.trace,
       );
     } catch (error) {
       this.#finish(admitted, this.#failed(admitted, signal.aborted));
@@ -256,6 +270,7 @@ export class ChatGateway {
     }
     const upstreamMs = performance.now() - attempted.upstreamStartedAt;
     const completion = attempted.result;
+    admitted.ctx.trace?.answered(completionFacts(completion));
     completion.model = request.model;
     const usage = completion.usage;
     const estimated = !isUsage(usage);
@@ -303,6 +318,7 @@ export class ChatGateway {
         model.defaultMaxTokens,
         sink.passThrough !== undefined,
         ctx.account.id,
+        ctx.trace,
       );
     } catch (error) {
       this.#finish(admitted, this.#failed(admitted, abort.signal.aborted));
@@ -313,7 +329,7 @@ export class ChatGateway {
     this.#o.metrics.overhead.observe(overheadMs / 1000);
     sink.open({ rateLimits: admitted.rateLimits, overheadMs, costMicros: undefined });
 
-    const relay: RelayState = { generated: '', usage: undefined };
+    const relay: RelayState = { generated: '', usage: undefined, trace: ctx.trace };
     let status: UsageStatus = 'ok';
     const stream = opened.result;
     let failure: unknown;
@@ -396,8 +412,10 @@ export class ChatGateway {
       if (sink.closed) return true;
       for (let i = 0; i < batch.length; i++) {
         const chunk = batch[i]!;
-        if (chunk instanceof RawChunk) rawText.add(chunk);
-        else {
+        if (chunk instanceof RawChunk) {
+          rawText.add(chunk);
+          state.trace?.answered(rawChunkFacts(chunk));
+        } else {
           state.generated += rawText.take();
           meter(chunk, request, state);
         }
@@ -465,6 +483,8 @@ export class ChatGateway {
       createdAt: now,
     };
     settlements.add(settlement);
+    ctx.trace?.finished(settlement);
+    this.#o.onFinished?.(settlement);
     const journaled = holds.finished?.(settlement);
     const used = outcome.promptTokens + outcome.completionTokens;
     if (!giveBack && limiter.reconcileNow)
@@ -495,6 +515,7 @@ export class ChatGateway {
 interface RelayState {
   generated: string;
   usage: ChatChunk['usage'];
+  trace: RequestTrace | undefined;
 }
 
 /** Counts a canonical event toward the answer: the upstream's usage, or the text to estimate from. */
@@ -509,6 +530,12 @@ function meterEvent(event: StreamEvent, state: RelayState): void {
     case 'usage':
       state.usage = event.usage;
       break;
+    case 'start':
+      state.trace?.answered({ id: event.id });
+      break;
+    case 'finish':
+      state.trace?.answered({ finishReasons: [event.reason] });
+      break;
     default:
       break;
   }
@@ -517,6 +544,7 @@ function meterEvent(event: StreamEvent, state: RelayState): void {
 /** The fast path's metering of a parsed chunk (as meterEvent; raw chunks' text is kept in a RawText): its usage,
  * or the text to estimate from; it gets the public id. */
 function meter(chunk: ChatChunk, request: ChatRequest, state: RelayState): void {
+  state.trace?.answered(chunkFacts(chunk));
   chunk.model = request.model;
   if (isUsage(chunk.usage)) state.usage = chunk.usage;
   for (const choice of chunk.choices) {

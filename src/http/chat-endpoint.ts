@@ -99,6 +99,11 @@ async function serveChat(
   requestId: string,
 ): Promise<void> {
   const { services } = options;
+  // Counting tokens calls no model: it is not traced.
+  const trace =
+    services.tracing && door !== countTokensDoor
+      ? services.tracing.start(req.headers, pathOf(req.url ?? ''), requestId, arrivedAt)
+      : undefined;
   try {
     if (options.closing()) {
       res.setHeader('connection', 'close');
@@ -116,7 +121,7 @@ async function serveChat(
         );
     const body = await readJsonBody(req, services.config.bodyLimitBytes);
     const exchange = door.exchange(body);
-    const ctx = { requestId, key, account, arrivedAt };
+    const ctx = { requestId, key, account, arrivedAt, trace };
     if (exchange.countOnly !== undefined) {
       const tokens = await services.gateway.countPrompt(ctx, exchange.chatBody);
       sendJson(res, 200, door.idHeaders(requestId), exchange.countOnly(tokens));
@@ -140,6 +145,7 @@ async function serveChat(
     else sendJsonText(res, 200, headers, JSON.stringify(exchange.answer(answered.completion, admitted)));
   } catch (error) {
     const failure = toGatewayError(error);
+    trace?.failed(failure.code, failure.status);
     if (isLogged(failure)) services.logger.error({ err: error, reqId: requestId }, 'request failed');
     if (res.headersSent || res.destroyed) {
       // A stream already open ends its own way (the gateway writes the error event); anything else is cut.
@@ -152,6 +158,8 @@ async function serveChat(
       { ...errorHeaders(failure), ...door.idHeaders(requestId) },
       door.errorBody(failure, requestId),
     );
+  } finally {
+    trace?.end();
   }
 }
 

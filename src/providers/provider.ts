@@ -10,7 +10,13 @@ export interface ProviderCall {
   signal: AbortSignal;
   /** Used when the request sets no max_tokens but the upstream requires one (Anthropic). */
   defaultMaxTokens: number;
+  /** Headers this call adds to the provider's own (a trace's `traceparent`). */
+  headers?: Readonly<Record<string, string>> | undefined;
 }
+
+/** The provider's headers with the call's own added (the same object when the call has none). */
+export const callHeaders = (base: Record<string, string>, call: ProviderCall): Record<string, string> =>
+  call.headers === undefined ? base : { ...base, ...call.headers };
 
 /** One upstream protocol: turns the canonical request into its wire format and its answers back. */
 export interface Provider {
@@ -49,7 +55,12 @@ export class ProviderError extends Error {
   constructor(
     failure: ProviderFailure,
     message: string,
-    options: { status?: number; retryAfterMs?: number | undefined; cause?: unknown; beforeSend?: boolean } = {},
+    options: {
+      status?: number;
+      retryAfterMs?: number | undefined;
+      cause?: unknown;
+      beforeSend?: boolean;
+    } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.failure = failure;

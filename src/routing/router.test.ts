@@ -476,7 +476,9 @@ describe('Router: breakers count only what upstreams do', () => {
   });
 
   it('an upstream that refuses connections opens its circuit even when one account sends every request', async () => {
-    const refused = new ProviderError('connect', 'upstream connection failed (ECONNREFUSED)', { beforeSend: true });
+    const refused = new ProviderError('connect', 'upstream connection failed (ECONNREFUSED)', {
+      beforeSend: true,
+    });
     const a = new ScriptedProvider('a', [refused]);
     const { router } = createRouter({
       models: [model('m', [deployment('a', 'one')])],

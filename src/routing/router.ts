@@ -9,6 +9,7 @@ import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
 import { DeploymentWindow, type WindowCounts, type WindowSnapshot } from './deployment-window.ts';
 import { sanitizeUpstreamMessage } from './sanitize-upstream-message.ts';
 import { applyParamPolicy } from './param-policy.ts';
+import type { AttemptObserver } from './attempt-observer.ts';
 
 interface Deployment {
   model: ModelConfig;
@@ -111,13 +112,15 @@ export class Router {
     signal: AbortSignal,
     defaultMaxTokens: number,
     account?: string,
+    observer?: AttemptObserver,
   ): Promise<Attempted<ChatCompletion>> {
-    return this.#attempt(request, signal, false, account, (deployment, shaped) =>
+    return this.#attempt(request, signal, false, account, observer, (deployment, shaped, headers) =>
       deployment.provider.complete({
         request: shaped,
         upstreamModel: deployment.config.upstreamModel,
         signal,
         defaultMaxTokens,
+        headers,
       }),
     );
   }
@@ -132,28 +135,24 @@ export class Router {
     defaultMaxTokens: number,
     passThrough = false,
     account?: string,
+    observer?: AttemptObserver,
   ): Promise<Attempted<OpenedStream>> {
-    return this.#attempt(
-      request,
-      signal,
-      true,
-      account,
-      async (deployment, shaped): Promise<OpenedStream> => {
-        const call = {
-          request: shaped,
-          upstreamModel: deployment.config.upstreamModel,
-          signal,
-          defaultMaxTokens,
-        };
-        if (passThrough && deployment.provider.passThrough)
-          return { passThrough: await deployment.provider.passThrough(call) };
-        const chunks = deployment.provider.stream(call);
-        const iterator = chunks[Symbol.asyncIterator]();
-        const first = await iterator.next();
-        if (first.done) throw new ProviderError('protocol', 'upstream stream was empty');
-        return { first: first.value, rest: iterator };
-      },
-    );
+    return this.#attempt(request, signal, true, account, observer, async (deployment, shaped, headers) => {
+      const call = {
+        request: shaped,
+        upstreamModel: deployment.config.upstreamModel,
+        signal,
+        defaultMaxTokens,
+        headers,
+      };
+      if (passThrough && deployment.provider.passThrough)
+        return { passThrough: await deployment.provider.passThrough(call) };
+      const chunks = deployment.provider.stream(call);
+      const iterator = chunks[Symbol.asyncIterator]();
+      const first = await iterator.next();
+      if (first.done) throw new ProviderError('protocol', 'upstream stream was empty');
+      return { first: first.value, rest: iterator };
+    });
   }
 
   /** Each deployment's circuit state, recent error rate and latency; calls no upstream. */
@@ -199,7 +198,12 @@ export class Router {
     signal: AbortSignal,
     streamed: boolean,
     account: string | undefined,
-    call: (deployment: Deployment, shaped: ChatRequest) => Promise<T>,
+    observer: AttemptObserver | undefined,
+    call: (
+      deployment: Deployment,
+      shaped: ChatRequest,
+      headers: Readonly<Record<string, string>> | undefined,
+    ) => Promise<T>,
   ): Promise<Attempted<T>> {
     const candidates = this.#candidates(request.model);
     let lastError: ProviderError | undefined;
@@ -226,9 +230,11 @@ export class Router {
         now = this.#clock();
       }
       attempts += 1;
+      const watch = observer?.attempt(deployment.config.id, deployment.provider.id, attempts - 1);
       const startedAt = performance.now();
       try {
-        const result = await call(deployment, shaped);
+        const result = await call(deployment, shaped, watch?.headers);
+        watch?.succeeded();
         const elapsedMs = performance.now() - startedAt;
         deployment.breaker.success(elapsedMs);
         // A stream's attempt ends at its first chunk: that is its time to first token, not its latency.
@@ -246,11 +252,13 @@ export class Router {
           // Our own exception, not the upstream's doing: it says nothing of the deployment's health, and the
           // same request would meet it again, so it is neither counted nor retried.
           deployment.breaker.release();
+          watch?.failed('internal_error');
           throw new GatewayError('internal_error', 'the gateway failed while handling this request', {
             cause: error,
           });
         }
         const failure = error;
+        watch?.failed(failure.status ? String(failure.status) : failure.failure);
         if (failure.failure === 'aborted' || signal.aborted) {
           deployment.breaker.release();
           throw new GatewayError('internal_error', 'request cancelled by the client', { cause: failure });

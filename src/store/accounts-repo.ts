@@ -308,7 +308,9 @@ export class AccountsRepo {
    * when there is no such account.
    */
   async lockForUpdate(accountId: string): Promise<boolean> {
-    const row = await this.#db.get(`SELECT id FROM accounts WHERE id = $1 ${this.#db.forUpdate}`, [accountId]);
+    const row = await this.#db.get(`SELECT id FROM accounts WHERE id = $1 ${this.#db.forUpdate}`, [
+      accountId,
+    ]);
     return row !== undefined;
   }
 

@@ -1,7 +1,7 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
 import type { EventBatch } from '../../gateway/stream-event.ts';
 import { type EventDecoder, readEventBatches } from '../event-batches.ts';
-import { type Provider, ProviderError } from '../provider.ts';
+import { callHeaders, type Provider, ProviderError } from '../provider.ts';
 import { createUpstreamClient, errorFromResponse, parseEventData } from '../upstream-http.ts';
 import {
   STRUCTURED_TOOL,
@@ -41,7 +41,7 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
       const body = convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, false);
       const parsed = (await client.postJson(
         path,
-        headers,
+        callHeaders(headers, call),
         JSON.stringify(body),
         call.signal,
       )) as AnthropicResponse | null;
@@ -52,7 +52,7 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
     },
     async *stream(call) {
       const body = convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true);
-      const response = await client.post(path, headers, JSON.stringify(body), call.signal);
+      const response = await client.post(path, callHeaders(headers, call), JSON.stringify(body), call.signal);
       if (response.status !== 200) throw await errorFromResponse(response);
       yield* readEventBatches(response, call.signal, anthropicDecoder());
     },
@@ -60,7 +60,7 @@ export function createAnthropicProvider(config: ProviderConfig, timeouts: Timeou
       const body = convertToAnthropicRequest(call.request, call.upstreamModel, call.defaultMaxTokens, true);
       return client.postEvents(
         path,
-        headers,
+        callHeaders(headers, call),
         JSON.stringify(body),
         call.signal,
         anthropicChunks(anthropicDecoder()),

@@ -1,7 +1,7 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
 import type { EventBatch } from '../../gateway/stream-event.ts';
 import { type EventDecoder, readEventBatches } from '../event-batches.ts';
-import { type Provider, ProviderError } from '../provider.ts';
+import { callHeaders, type Provider, ProviderError } from '../provider.ts';
 import { createUpstreamClient, errorFromResponse, parseEventData } from '../upstream-http.ts';
 import {
   type GeminiResponse,
@@ -47,7 +47,7 @@ export function createGeminiProvider(config: ProviderConfig, timeouts: TimeoutsC
       const body = JSON.stringify(convertToGeminiRequest(call.request));
       const response = await client.post(
         `${pathOf(call.upstreamModel, 'streamGenerateContent')}?alt=sse`,
-        streamHeaders,
+        callHeaders(streamHeaders, call),
         body,
         call.signal,
       );

@@ -1,6 +1,6 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
 import type { ChatChunk, ChatCompletion } from '../../gateway/chat-types.ts';
-import { type Provider, type ProviderCall, ProviderError } from '../provider.ts';
+import { callHeaders, type Provider, type ProviderCall, ProviderError } from '../provider.ts';
 import { ChunkScanner } from './scan-chunk.ts';
 import type { PassChunk } from '../../gateway/raw-chunk.ts';
 import { createUpstreamClient, DONE, parseEventData, errorFromResponse } from '../upstream-http.ts';
@@ -30,7 +30,7 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
       delete body['stream_options'];
       const answer = await client.postJsonText(
         '/chat/completions',
-        headers,
+        callHeaders(headers, call),
         JSON.stringify(body),
         call.signal,
       );
@@ -42,14 +42,23 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
       return parsed;
     },
     async *stream(call) {
-      const response = await client.post('/chat/completions', streamHeaders, streamBody(call), call.signal);
+      const response = await client.post(
+        '/chat/completions',
+        callHeaders(streamHeaders, call),
+        streamBody(call),
+        call.signal,
+      );
       if (response.status !== 200) throw await errorFromResponse(response);
       yield* readEventBatches(response, call.signal, chatChunkDecoder());
     },
     passThrough(call) {
       const scanner = new ChunkScanner();
-      return client.postEvents('/chat/completions', streamHeaders, streamBody(call), call.signal, (data) =>
-        decodeEvent(data, scanner),
+      return client.postEvents(
+        '/chat/completions',
+        callHeaders(streamHeaders, call),
+        streamBody(call),
+        call.signal,
+        (data) => decodeEvent(data, scanner),
       );
     },
     close: () => client.close(),

@@ -6,6 +6,8 @@ import { createMetricsServer, listenMetrics } from './observability/metrics-serv
 import { installFaultPolicy } from './observability/process-faults.ts';
 import { warmRequests } from './observability/warm-up.ts';
 import { createServices } from './services.ts';
+import { eventSettings } from './observability/request-events/event-settings.ts';
+import { traceSettings } from './observability/tracing/trace-settings.ts';
 import { createSecretBox, gatedSecretBox } from './shared/secret-box.ts';
 import { checkSchemaBeforeStart, recordOldestRelease, VersionRefusal } from './fleet/schema-check.ts';
 import { connectRedis } from './shared/connect-redis.ts';
@@ -35,6 +37,9 @@ async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig(process.env, configFileArgument());
+    // The telemetry variables are read again where they are used; read here, a bad one is a clean refusal.
+    traceSettings(process.env);
+    eventSettings(process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(`tollgate: configuration error: ${error.message}`);

@@ -339,7 +339,7 @@ describe('traces from a gateway process started as npm start starts it', () => {
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
         OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
       }),
-      /OTEL_EXPORTER_OTLP_PROTOCOL/,
+      /configuration error: OTEL_EXPORTER_OTLP_PROTOCOL/,
     );
   });
 });

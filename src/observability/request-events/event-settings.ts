@@ -1,3 +1,5 @@
+import { ConfigError } from '../../config/load-config.ts';
+
 /** Where finished-request events go, read from TOLLGATE_REQUEST_EVENTS*; undefined when they are off. */
 export interface EventSettings {
   /** `stdout` (JSON lines) or the http(s) address batches are POSTed to. */
@@ -24,7 +26,7 @@ export function eventSettings(env: Env): EventSettings | undefined {
   else {
     const url = URL.parse(value);
     if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
-      throw new Error(`TOLLGATE_REQUEST_EVENTS: "stdout" or an http(s) URL, not "${value}"`);
+      throw new ConfigError(`TOLLGATE_REQUEST_EVENTS: "stdout" or an http(s) URL, not "${value}"`);
     target = url;
   }
   return {
@@ -54,6 +56,6 @@ function whole(env: Env, name: string, fallback: number): number {
   if (value === undefined || value.trim() === '') return fallback;
   const number = Number(value);
   if (!Number.isInteger(number) || number <= 0)
-    throw new Error(`${name}: a positive integer, not "${value}"`);
+    throw new ConfigError(`${name}: a positive integer, not "${value}"`);
   return number;
 }

@@ -1,3 +1,5 @@
+import { ConfigError } from '../../config/load-config.ts';
+
 /** How traces are exported, read from the standard OTEL_* variables; undefined when tracing is off. */
 export interface TraceSettings {
   /** The full OTLP/HTTP traces address (`…/v1/traces`). */
@@ -33,7 +35,7 @@ export function traceSettings(env: Env): TraceSettings | undefined {
   const exporter = env['OTEL_TRACES_EXPORTER']?.trim().toLowerCase();
   if (exporter === 'none') return undefined;
   if (exporter && exporter !== 'otlp')
-    throw new Error(`OTEL_TRACES_EXPORTER: only "otlp" and "none" are supported, not "${exporter}"`);
+    throw new ConfigError(`OTEL_TRACES_EXPORTER: only "otlp" and "none" are supported, not "${exporter}"`);
   const url = tracesUrl(env);
   if (url === undefined) return undefined;
   const protocol = (
@@ -42,10 +44,10 @@ export function traceSettings(env: Env): TraceSettings | undefined {
     'http/protobuf'
   ).trim();
   if (protocol !== 'http/protobuf' && protocol !== 'http/json')
-    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" or "http/json", not "${protocol}"`);
+    throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" or "http/json", not "${protocol}"`);
   const name = (env['OTEL_TRACES_SAMPLER'] ?? 'parentbased_always_on').trim().toLowerCase();
   const sampler = SAMPLERS[name];
-  if (!sampler) throw new Error(`OTEL_TRACES_SAMPLER: unsupported sampler "${name}"`);
+  if (!sampler) throw new ConfigError(`OTEL_TRACES_SAMPLER: unsupported sampler "${name}"`);
   const ratio = sampler.ratio ?? ratioOf(env['OTEL_TRACES_SAMPLER_ARG']);
   return {
     url,
@@ -68,7 +70,7 @@ function tracesUrl(env: Env): string | undefined {
 function checkedUrl(value: string, variable: string): string {
   const url = URL.parse(value);
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
-    throw new Error(`${variable}: not an http(s) URL: "${value}"`);
+    throw new ConfigError(`${variable}: not an http(s) URL: "${value}"`);
   return value;
 }
 
@@ -76,7 +78,7 @@ function ratioOf(value: string | undefined): number {
   if (value === undefined || value.trim() === '') return 1;
   const ratio = Number(value);
   if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1)
-    throw new Error(`OTEL_TRACES_SAMPLER_ARG: a number from 0 to 1, not "${value}"`);
+    throw new ConfigError(`OTEL_TRACES_SAMPLER_ARG: a number from 0 to 1, not "${value}"`);
   return ratio;
 }
 
@@ -84,6 +86,6 @@ function positive(value: string | undefined, fallback: number, variable: string)
   if (value === undefined || value.trim() === '') return fallback;
   const number = Number(value);
   if (!Number.isInteger(number) || number <= 0)
-    throw new Error(`${variable}: a positive integer, not "${value}"`);
+    throw new ConfigError(`${variable}: a positive integer, not "${value}"`);
   return number;
 }

@@ -201,6 +201,7 @@ describe('stopping a gateway process while a backing service is away', { skip: s
   it('a clean stop releases its job leases and its instance lease', async () => {
     // The instance stopped during the database outage above could not give its leases back.
     await admin.query('DELETE FROM leases').catch(() => undefined);
+    await admin.query('DELETE FROM instance_leases').catch(() => undefined);
     const gateway = await start();
     const key = await fundedKey(gateway);
     assert.equal(await stream(gateway, key), 200);

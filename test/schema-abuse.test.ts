@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { type RunningGateway, startGatewayProcess } from './helpers/process.ts';
+import { type LoopReading, readLoopProbe } from './helpers/read-loop-probe.ts';
 
 const PROBE = fileURLToPath(new URL('./helpers/loop-probe.ts', import.meta.url));
 const ADMIN_KEY = 'tg-admin-schema-abuse-0123456789abcdef';
@@ -117,20 +118,8 @@ function requestFor(door: Door, schema: Record<string, unknown>, stream: boolean
   }
 }
 
-/** What the gateway's probe measured since the last reading (see helpers/loop-probe.ts). */
-async function probe(gateway: RunningGateway): Promise<{ maxBlockMs: number; ticks: number }> {
-  const seen = gateway.output().split('loop-probe ').length;
-  gateway.child.kill('SIGUSR2');
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const parts = gateway.output().split('loop-probe ');
-    if (parts.length > seen)
-      return JSON.parse(parts[seen]!.split('\n')[0]!) as { maxBlockMs: number; ticks: number };
-    if (Date.now() > deadline)
-      throw new Error('the gateway did not answer the probe: its event loop is stuck');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** What the gateway's probe measured since the last reading. */
+const probe = (gateway: RunningGateway): Promise<LoopReading> => readLoopProbe(gateway, 60_000);
 
 interface Answered {
   name: string;

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { type RunningGateway, startGatewayProcess } from '../helpers/process.ts';
+import { type LoopReading, readLoopProbe } from '../helpers/read-loop-probe.ts';
 
 const run = promisify(execFile);
 const FLOOD = fileURLToPath(new URL('../helpers/body-flood.ts', import.meta.url));
@@ -23,20 +24,8 @@ const PARALLEL = 16;
 const MAX_HEALTH_MS = 2_000;
 const MAX_BLOCK_MS = 50;
 
-/** What the gateway's probe measured since the last reading (see helpers/loop-probe.ts). */
-async function probe(gateway: RunningGateway): Promise<{ maxBlockMs: number; ticks: number }> {
-  const seen = gateway.output().split('loop-probe ').length;
-  gateway.child.kill('SIGUSR2');
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const parts = gateway.output().split('loop-probe ');
-    if (parts.length > seen)
-      return JSON.parse(parts[seen]!.split('\n')[0]!) as { maxBlockMs: number; ticks: number };
-    if (Date.now() > deadline)
-      throw new Error('the gateway did not answer the probe: its event loop is stuck');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** What the gateway's probe measured since the last reading. */
+const probe = (gateway: RunningGateway): Promise<LoopReading> => readLoopProbe(gateway, 30_000);
 
 interface Answer {
   status: number;

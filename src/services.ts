@@ -68,7 +68,7 @@ export interface Services {
   scheduler: Scheduler;
   payments: PaymentsService;
   dispatcher: WebhookDispatcher;
-  /** Operators' console, audit log, announcements and mail queue, status page (issue 18). */
+  /** Operators' console, audit log, announcements and mail queue, status page. */
   operators: Operators;
   /** The account's usage and the operator's statistics. */
   usage: UsageService;

@@ -16,7 +16,7 @@ import { OperatorAccounts } from './operator-accounts.ts';
 import { OperatorReports } from './operator-reports.ts';
 import { StatusSnapshot } from './status-snapshot.ts';
 
-/** The operators' side of Tollgate (issue 18): accounts console, audit log, announcements, reports, status. */
+/** The operators’ side of Tollgate: accounts console, audit log, announcements, reports, status. */
 export interface Operators {
   accounts: OperatorAccounts;
   announcements: AnnouncementsService;

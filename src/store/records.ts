@@ -68,7 +68,7 @@ export interface ApiKeyRecord {
   status: 'active' | 'revoked';
   createdAt: number;
   revokedAt: number | null;
-  /** Per-key controls (issue 22); absent or null means none. */
+  /** Per-key controls; absent or null means none. */
   controls?: KeyControls;
   /**
    * Whose rate-limit windows the key uses, when not its own: the revoked key whose windows it took over at

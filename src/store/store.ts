@@ -27,7 +27,7 @@ export interface Store {
   readonly webhooks: WebhooksRepo;
   readonly system: SystemRepo;
   readonly sessions: SessionsRepo;
-  /** Operators (issue 18): their account reads, reports, audit log, announcements, mail, health samples. */
+  /** Operators: their account reads, reports, audit log, announcements, mail, health samples. */
   readonly adminAccounts: AdminAccountsRepo;
   readonly adminReports: AdminReportsRepo;
   readonly audit: AuditRepo;

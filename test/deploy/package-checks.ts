@@ -13,7 +13,7 @@ const ALLOWED = [
   /^package\/LICENSE$/,
   /^package\/bin\/tollgate\.js$/,
   /^package\/dist\/[\w/.-]+\.js$/,
-  /^package\/dist\/store\/migrations\/\d{3}-[\w-]+\.sql$/,
+  /^package\/dist\/store\/migrations\/\d{3}-[\w-]+(\.(postgres|sqlite))?\.sql$/,
   /^package\/web\/dist\/(index\.html|assets\/[\w.-]+\.(js|css))$/,
 ];
 const REQUIRED = [

@@ -4,6 +4,7 @@ import { Link, useParams } from 'react-router';
 import { api, dateTime, num, usd } from '../api.ts';
 import { DailyChart } from '../Chart.tsx';
 import { DeliveryTable } from '../DeliveryTable.tsx';
+import { money } from '../format.ts';
 import { daysBetween } from '../pages/Overview.tsx';
 import { DataTable, EmptyRow, ErrorMessage, Section } from '../ui.tsx';
 import { AccountActions } from './AccountActions.tsx';
@@ -173,9 +174,7 @@ function Orders({ detail }: { detail: AccountDetail }) {
               {order.status}
               {order.reason ? ` (${order.reason})` : ''}
             </td>
-            <td>
-              {order.currency} {order.amount.toFixed(2)}
-            </td>
+            <td>{money(order.amount, order.currency)}</td>
             <td>{dateTime(order.created_at)}</td>
           </tr>
         ))}

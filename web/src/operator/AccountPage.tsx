@@ -77,8 +77,8 @@ function Grants({ detail }: { detail: AccountDetail }) {
         {detail.credits.map((grant) => (
           <tr key={grant.id}>
             <td>{grant.kind}</td>
-            <td>{usd(grant.amount_usd)}</td>
-            <td>{usd(grant.remaining_usd)}</td>
+            <td className="money">{usd(grant.amount_usd)}</td>
+            <td className="money">{usd(grant.remaining_usd)}</td>
             <td>{grant.expires_at ? dateTime(grant.expires_at) : 'never'}</td>
             <td>{dateTime(grant.created_at)}</td>
             <td>{grant.source ?? '—'}</td>
@@ -174,7 +174,7 @@ function Orders({ detail }: { detail: AccountDetail }) {
               {order.status}
               {order.reason ? ` (${order.reason})` : ''}
             </td>
-            <td>{money(order.amount, order.currency)}</td>
+            <td className="money">{money(order.amount, order.currency)}</td>
             <td>{dateTime(order.created_at)}</td>
           </tr>
         ))}

@@ -19,7 +19,9 @@ import {
   signIn,
 } from '../helpers/browser.ts';
 import { LAYOUT_SHIFT_LIMIT, LAYOUT_WIDTHS, layoutShift, watchLayoutShift } from '../helpers/layout-shift.ts';
+import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from '../helpers/server.ts';
+import { until } from '../helpers/until.ts';
 
 const PASSWORD = 'correct horse battery';
 const missing = browserMissing();
@@ -31,6 +33,7 @@ describe(
   () => {
     let opened: OpenedBackend;
     let server: TestServer;
+    let receiver: Receiver;
     let browser: Browser;
     let context: BrowserContext;
     let page: Page;
@@ -39,7 +42,9 @@ describe(
 
     before(async () => {
       opened = await sqlite!.open();
-      server = await startTestServer({ backend: opened });
+      receiver = await startReceiver();
+      // A failed delivery is retried only after a minute: the endpoint stays on the failing list meanwhile.
+      server = await startTestServer({ backend: opened, extra: { webhookRetryDelaysMs: [60_000] } });
       const stamp = Date.now();
       const operatorEmail = `ops-layout-${stamp}@example.com`;
       holderEmail = `holder-with-a-rather-long-address-${stamp}@example.com`;
@@ -51,7 +56,8 @@ describe(
         body: { email: operatorEmail },
       });
       assert.equal(made.status, 200);
-      // Something in every table: usage, a credit grant and a suspension in the audit log, a notice.
+      // Something in every table: usage, a credit grant and a suspension in the audit log, a notice, an endpoint
+      // that keeps failing.
       const client = new OpenAI({ apiKey: holder.key, baseURL: `${server.url}/v1`, maxRetries: 0 });
       await client.chat.completions.create({
         model: 'model-a',
@@ -70,6 +76,14 @@ describe(
         body: 'Requests may be slower for a few minutes.',
         severity: 'info',
       });
+      receiver.answer({ status: 500 });
+      const endpoint = { key: holder.key, body: { url: receiver.url } };
+      assert.equal((await server.call('PUT', '/api/webhooks/endpoint', endpoint)).status, 200);
+      assert.equal((await server.call('POST', '/api/webhooks/test', { key: holder.key })).status, 202);
+      await until(async () => {
+        const failing = await server.call('GET', '/api/admin/webhooks', { key: ADMIN_KEY });
+        return JSON.stringify(failing.body).includes(receiver.url);
+      }, 'the endpoint on the failing list');
       browser = await launchBrowser();
       context = await desktopContext(browser);
       await context.addInitScript(watchLayoutShift);
@@ -80,6 +94,7 @@ describe(
     after(async () => {
       await browser?.close();
       await server?.close();
+      await receiver?.close();
       await opened?.cleanup();
     });
 

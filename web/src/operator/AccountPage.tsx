@@ -146,7 +146,7 @@ function Keys({ detail, path }: { detail: AccountDetail; path: string }) {
                   disabled={revoke.isPending}
                   onClick={() => revoke.mutate(key.id)}
                 >
-                  Revoke {key.name}
+                  Revoke<span className="sr-only"> {key.name}</span>
                 </button>
               )}
             </td>

@@ -18,11 +18,12 @@ import {
   sidewaysOverflow,
   signIn,
 } from '../helpers/browser.ts';
+import { LAYOUT_SHIFT_LIMIT, LAYOUT_WIDTHS, layoutShift, watchLayoutShift } from '../helpers/layout-shift.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 const missing = browserMissing();
 const sqlite = BACKENDS.find((backend) => backend.name === 'sqlite');
-const LIMIT = 0.1;
+const LIMIT = LAYOUT_SHIFT_LIMIT;
 
 const PAGES = [
   { path: '/', heading: 'Overview', shot: 'overview' },
@@ -33,23 +34,7 @@ const PAGES = [
   { path: '/playground', heading: 'Playground', shot: 'playground' },
   { path: '/settings', heading: 'Settings', shot: 'settings' },
 ] as const;
-const WIDTHS = [
-  { width: 1280, height: 900 },
-  { width: 360, height: 780 },
-] as const;
-
-/** Sums the page's layout shifts not caused by input, from before its first script runs. */
-function watchLayoutShift(): void {
-  const scope = globalThis as unknown as { __shift: number };
-  scope.__shift = 0;
-  const observer = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries() as unknown as { value: number; hadRecentInput: boolean }[])
-      if (!entry.hadRecentInput) scope.__shift += entry.value;
-  });
-  // Node's types know only Node's entry types; this runs in the page, whose observer has 'layout-shift'.
-  const layoutShift = 'layout-shift' as unknown as 'mark';
-  observer.observe({ type: layoutShift, buffered: true });
-}
+const WIDTHS = LAYOUT_WIDTHS;
 
 describe(
   'dashboard pages hold still and fit',
@@ -93,7 +78,7 @@ describe(
       await heading(page, title);
       await page.waitForLoadState('networkidle');
       await page.waitForTimeout(300);
-      return page.evaluate(() => (globalThis as unknown as { __shift: number }).__shift);
+      return layoutShift(page);
     }
 
     for (const size of WIDTHS)
@@ -133,7 +118,7 @@ describe(
             await p.goto(`${server.url}${path}`);
             await heading(p, title);
             await p.waitForLoadState('networkidle');
-            const shift = await p.evaluate(() => (globalThis as unknown as { __shift: number }).__shift);
+            const shift = await layoutShift(p);
             assert.ok(shift < LIMIT, `${path} at ${size.width} px shifts by ${shift}`);
             assert.deepEqual(await axeFindings(p), [], `${path} at ${size.width} px`);
           }

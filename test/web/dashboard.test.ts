@@ -257,7 +257,7 @@ describe(
       await limit.fill('0');
       await page.getByLabel('Allowed models (edit)', { exact: true }).fill('');
       await page.getByRole('button', { name: 'Save controls' }).click();
-      await row.filter({ hasText: '$0.00 per day' }).filter({ hasText: 'all' }).waitFor();
+      await row.filter({ hasText: 'USD 0.00 per day' }).filter({ hasText: 'all' }).waitFor();
       assert.match(String(await ask('model-a')), /^402 .*spending limit of \$0\.000000 per day/);
     });
 

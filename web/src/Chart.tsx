@@ -1,6 +1,7 @@
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { usd } from './format.ts';
 
 export interface ChartSeries {
   label: string;
@@ -50,7 +51,7 @@ export function DailyChart({
             width: 2,
             ...(s.scale === 'tokens' ? { dash: [6, 4] } : {}),
             value: (_u: uPlot, v: number | null) =>
-              v == null ? '—' : s.scale === 'usd' ? `$${v.toFixed(6)}` : v.toLocaleString(),
+              v == null ? '—' : s.scale === 'usd' ? usd(v) : v.toLocaleString(),
           })),
         ],
         axes: [
@@ -63,7 +64,8 @@ export function DailyChart({
             size: (_u: uPlot, values: string[] | null) =>
               values ? Math.max(...values.map((v) => v.length)) * 7 + 18 : 50,
             ...(scale === 'usd'
-              ? { values: (_u: uPlot, ticks: number[]) => ticks.map((t) => `$${t}`) }
+              ? // uPlot's own tick text keeps the precision that tells neighbouring ticks apart.
+                { values: (_u: uPlot, ticks: number[]) => ticks.map((t) => `USD ${t}`) }
               : { incrs: WHOLE_STEPS }),
           })),
         ],

@@ -29,3 +29,10 @@ export const date = (iso: string | null): string => (iso ? dateUtc.format(new Da
 /** An amount in any currency, two decimals, with its code before it as the dashboard shows USD. */
 export const money = (amount: number, currency: string): string =>
   `${currency.toUpperCase()} ${new Intl.NumberFormat(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(amount)}`;
+
+/** A plan id as a name: `free_trial` → "Free Trial" (in text, so labels drawn before it cannot affect it). */
+export const planName = (plan: string): string =>
+  plan
+    .split('_')
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join(' ');

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { api, type List, type Plan } from '../api.ts';
+import { usd } from '../format.ts';
 import { ErrorMessage, Field, Notice, Section } from '../ui.tsx';
 import { type AdminAccount, fromLocalInput } from './operator-api.ts';
 import { Select } from './Select.tsx';
@@ -81,7 +82,7 @@ export function AccountActions({ account }: { account: AdminAccount }) {
                 method: 'POST',
                 to: '/credits',
                 body: { amount_usd: Number(amount), ...(expiresAt ? { expires_at: expiresAt } : {}) },
-                done: `Granted USD ${Number(amount).toFixed(2)}.`,
+                done: `Granted ${usd(Number(amount))}.`,
               });
             }}
           >

@@ -4,6 +4,7 @@ import { Link, useParams } from 'react-router';
 import { api, dateTime, num, usd } from '../api.ts';
 import { DailyChart } from '../Chart.tsx';
 import { DeliveryTable } from '../DeliveryTable.tsx';
+import { money } from '../format.ts';
 import { daysBetween } from '../pages/Overview.tsx';
 import { DataTable, EmptyRow, ErrorMessage, Section } from '../ui.tsx';
 import { AccountActions } from './AccountActions.tsx';
@@ -76,8 +77,8 @@ function Grants({ detail }: { detail: AccountDetail }) {
         {detail.credits.map((grant) => (
           <tr key={grant.id}>
             <td>{grant.kind}</td>
-            <td>{usd(grant.amount_usd)}</td>
-            <td>{usd(grant.remaining_usd)}</td>
+            <td className="money">{usd(grant.amount_usd)}</td>
+            <td className="money">{usd(grant.remaining_usd)}</td>
             <td>{grant.expires_at ? dateTime(grant.expires_at) : 'never'}</td>
             <td>{dateTime(grant.created_at)}</td>
             <td>{grant.source ?? '—'}</td>
@@ -145,7 +146,7 @@ function Keys({ detail, path }: { detail: AccountDetail; path: string }) {
                   disabled={revoke.isPending}
                   onClick={() => revoke.mutate(key.id)}
                 >
-                  Revoke {key.name}
+                  Revoke<span className="sr-only"> {key.name}</span>
                 </button>
               )}
             </td>
@@ -173,9 +174,7 @@ function Orders({ detail }: { detail: AccountDetail }) {
               {order.status}
               {order.reason ? ` (${order.reason})` : ''}
             </td>
-            <td>
-              {order.currency} {order.amount.toFixed(2)}
-            </td>
+            <td className="money">{money(order.amount, order.currency)}</td>
             <td>{dateTime(order.created_at)}</td>
           </tr>
         ))}

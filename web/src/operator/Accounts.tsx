@@ -2,6 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, dateTime, type List, num, type Plan, usd } from '../api.ts';
+import { planName } from '../format.ts';
 import { DataTable, ErrorMessage, Field, Section } from '../ui.tsx';
 import { type AdminAccount, type Page, query } from './operator-api.ts';
 import { Pager } from './Pager.tsx';
@@ -120,9 +121,11 @@ export function Accounts() {
                   <Link to={`/operator/accounts/${encodeURIComponent(account.id)}`}>{account.email}</Link>
                   {account.role === 'operator' && <span className="badge">operator</span>}
                 </td>
-                <td className="cap">{account.plan.replace('_', ' ')}</td>
+                <td>{planName(account.plan)}</td>
                 <td>{account.status}</td>
-                <td>{account.balance_usd === undefined ? '—' : usd(account.balance_usd)}</td>
+                <td className="money">
+                  {account.balance_usd === undefined ? '—' : usd(account.balance_usd)}
+                </td>
                 <td>{dateTime(account.created_at)}</td>
                 <td>{dateTime(account.last_active_at)}</td>
                 <td>

@@ -219,7 +219,7 @@ export function Announcements() {
                       window.scrollTo({ top: 0 });
                     }}
                   >
-                    Edit {notice.title}
+                    Edit<span className="sr-only"> {notice.title}</span>
                   </button>
                   {!ended && (
                     <button
@@ -228,7 +228,7 @@ export function Announcements() {
                       disabled={end.isPending}
                       onClick={() => end.mutate(notice.id)}
                     >
-                      End {notice.title}
+                      End<span className="sr-only"> {notice.title}</span>
                     </button>
                   )}
                 </td>

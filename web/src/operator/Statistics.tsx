@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
-import { api, num, usd } from '../api.ts';
+import { api, date, num, usd } from '../api.ts';
 import { type ChartSeries, DailyChart } from '../Chart.tsx';
 import { daysBetween } from '../pages/Overview.tsx';
 import { DataTable, EmptyRow, ErrorMessage, Section } from '../ui.tsx';
@@ -150,11 +150,11 @@ export function Statistics() {
             >
               {[...d.data].reverse().map((row) => (
                 <tr key={row.day}>
-                  <td>{row.day}</td>
+                  <td>{date(row.day)}</td>
                   <td>{num(row.requests)}</td>
                   <td>{num(row.tokens)}</td>
-                  <td>{usd(row.spend_usd)}</td>
-                  <td>{usd(row.revenue_usd)}</td>
+                  <td className="money">{usd(row.spend_usd)}</td>
+                  <td className="money">{usd(row.revenue_usd)}</td>
                   <td>{num(row.new_accounts)}</td>
                 </tr>
               ))}

@@ -53,7 +53,7 @@ export function WebhookHealthPage() {
                   <td>{num(endpoint.consecutive_failures)}</td>
                   <td>{endpoint.last_error ?? '—'}</td>
                   <td>{dateTime(endpoint.last_attempt_at)}</td>
-                  <td>
+                  <td className="actions">
                     {endpoint.last_delivery_id && (
                       <button
                         type="button"
@@ -61,7 +61,7 @@ export function WebhookHealthPage() {
                         disabled={redeliver.isPending}
                         onClick={() => redeliver.mutate(endpoint.last_delivery_id ?? '')}
                       >
-                        Redeliver to {endpoint.email}
+                        Redeliver<span className="sr-only"> to {endpoint.email}</span>
                       </button>
                     )}
                   </td>

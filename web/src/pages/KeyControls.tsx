@@ -1,5 +1,6 @@
 import { useId } from 'react';
 import type { ApiKey } from '../api.ts';
+import { usd } from '../format.ts';
 import { Field } from '../ui.tsx';
 
 /** A key's controls as the forms edit them: text, as typed. */
@@ -61,15 +62,13 @@ export function controlsBody(draft: ControlsDraft, change: boolean): Record<stri
   return body;
 }
 
-/** The limit as one line: "$5.00 per day, $4.98 left (resets …)", or "none". */
+/** The limit as one line: "USD 5.00 per day, USD 4.98 left (resets …)", or "none". */
 export function describeLimit(key: ApiKey): string {
   if (key.limit_usd === null) return 'none';
   const per = PER[key.limit_period ?? 'never'] ?? '';
   const left =
-    key.remaining_usd === null || key.remaining_usd === undefined
-      ? ''
-      : `, $${key.remaining_usd.toFixed(2)} left`;
-  return `$${key.limit_usd.toFixed(2)} ${per}${left}`;
+    key.remaining_usd === null || key.remaining_usd === undefined ? '' : `, ${usd(key.remaining_usd)} left`;
+  return `${usd(key.limit_usd)} ${per}${left}`;
 }
 
 /** The fields of a key's controls: spending limit and its period, expiry (UTC), allowed models. */

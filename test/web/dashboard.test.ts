@@ -235,7 +235,10 @@ describe(
       await page.getByRole('button', { name: 'Create key' }).click();
       const budgetKey = await page.getByLabel('Secret key').inputValue();
       const row = page.getByRole('row').filter({ hasText: 'budget' });
-      await row.filter({ hasText: '$1.00 per day, $1.00 left' }).filter({ hasText: 'model-b' }).waitFor();
+      await row
+        .filter({ hasText: 'USD 1.00 per day, USD 1.00 left' })
+        .filter({ hasText: 'model-b' })
+        .waitFor();
       const client = new OpenAI({ apiKey: budgetKey, baseURL: `${server.url}/v1`, maxRetries: 0 });
       const ask = (model: string) =>
         client.chat.completions

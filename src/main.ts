@@ -28,6 +28,8 @@ function forceVersion(): boolean {
   );
 }
 
+/** How long after a sealing pass the next one runs (the gate just opened, or the pass failed). */
+const RESEAL_AGAIN_MS = 30_000;
 /**
  * Starts Tollgate: configuration, database and migrations, services, HTTP; drains on SIGTERM/SIGINT. The
  * signal handlers are installed before anything starts: a signal during start-up is kept, and once the
@@ -100,16 +102,28 @@ async function main(): Promise<void> {
     forceVersion: force,
   });
   sealAllowed = (format) => services.fleet.readByAll(format);
-  if (box.sealsAs)
-    services.fleet.whenReadByAll(box.sealsAs, () => {
+  const sealsAs = box.sealsAs;
+  if (sealsAs) {
+    // Each time the gate opens, secrets stored in plaintext while it was shut are sealed; and once more a little
+    // later, for a write that chose plaintext just before it opened and committed after the first pass. A pass
+    // that fails is tried again then too.
+    const reseal = (passesLeft: number): void => {
       store.webhooks
         .resealSecrets()
         .then((resealed) => {
           if (resealed > 0)
             logger.info({ resealed }, 'webhook signing secrets sealed with the current TOLLGATE_SECRET_KEY');
         })
-        .catch((error: unknown) => logger.warn({ err: error }, 'could not seal the webhook signing secrets'));
-    });
+        .catch((error: unknown) => logger.warn({ err: error }, 'could not seal the webhook signing secrets'))
+        .finally(() => {
+          if (passesLeft <= 0) return;
+          setTimeout(() => {
+            if (services.fleet.readByAll(sealsAs)) reseal(passesLeft - 1);
+          }, RESEAL_AGAIN_MS).unref();
+        });
+    };
+    services.fleet.whenReadByAll(sealsAs, () => reseal(2));
+  }
   services.fleet.onMustStop(() => stop('version contract'));
   const adminSecret = await services.accounts.ensureAdminKey();
   const app = createApp(services);

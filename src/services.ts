@@ -187,7 +187,10 @@ export function createServices(options: ServicesOptions): Services {
   const readiness = new Readiness();
   let started = false;
   readiness.require('started', () => started);
-  if (holds.ready) readiness.require('credit holds', () => holds.ready?.() ?? true);
+  // Asked until first met: a Redis emptied under a running fleet fences every instance at once, and holds wait
+  // that out themselves; turning the whole fleet unready would leave a load balancer with no instance at all.
+  let holdsWereReady = false;
+  if (holds.ready) readiness.require('credit holds', () => (holdsWereReady ||= holds.ready?.() ?? true));
   const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger, limiter, holds });
   const instanceId = newId('inst');
   const settlements = new SettlementQueue(store.ledger, logger, {

@@ -301,3 +301,59 @@ describe(
     });
   },
 );
+
+/**
+ * A request answered while the database is away has its settlement journaled on its hold (and the hold lowered
+ * to its cost) so that a survivor charges it if this instance dies. Redis then restarts empty: the hold this
+ * instance puts back must carry that journal, or a death after it would leave the answer never charged.
+ */
+describe(
+  'a finished request’s hold put back after Redis restarted empty',
+  { skip: restartSkip ?? false },
+  () => {
+    it('carries its settlement and its lowered amount', async () => {
+      const own = await startRedisServer();
+      const opened = await postgres!.open();
+      const store = createStore(opened.db);
+      const backends = connectRedis(own.url, 'local', silent);
+      const probe = new Redis(own.port, '127.0.0.1');
+      probe.on('error', () => {});
+      try {
+        await backends.ready(2_000);
+        await insertFundedAccount(opened, store, 'acct_journaled', EACH * 10);
+        const book = backends.holds(store.ledger);
+        const now = Date.now();
+        assert.equal(await book.hold('req_answered', 'acct_journaled', EACH, now, now + 60_000), true);
+        await book.finished(settlementOf('req_answered', 'acct_journaled', 300, now));
+
+        await own.restart();
+        // The next hold checks the generation, finds Redis empty and puts this instance's holds back first.
+        const deadline = Date.now() + 15_000;
+        for (;;) {
+          try {
+            await book.hold('req_next', 'acct_journaled', EACH, Date.now(), Date.now() + 60_000);
+            break;
+          } catch (error) {
+            assert.ok(error instanceof GatewayError && error.code === 'service_unavailable', String(error));
+            if (Date.now() > deadline) throw error;
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+        }
+        const entry = await probe.hget('tg:hold:{acct_journaled}:holds', 'req_answered');
+        assert.ok(entry, 'the hold was put back');
+        const hold = JSON.parse(entry) as { a: number; s?: string };
+        assert.equal(hold.a, 300, 'at its cost, not its worst case');
+        assert.equal(
+          (JSON.parse(hold.s ?? '{}') as { costMicros?: number }).costMicros,
+          300,
+          'with its settlement',
+        );
+      } finally {
+        probe.disconnect();
+        await backends.bus.close();
+        await opened.cleanup();
+        await own.stop();
+      }
+    });
+  },
+);

@@ -250,16 +250,28 @@ export class RedisHoldBook implements HoldBook {
 
   /** Journals a finished request on its hold, before its answer's last byte: a survivor charges it. */
   async finished(settlement: Settlement): Promise<void> {
-    if (!this.#mine.has(settlement.requestId)) return;
-    await finishScript
+    const mine = this.#mine.get(settlement.requestId);
+    if (!mine) return;
+    const journal = JSON.stringify(settlement);
+    const written = await finishScript
       .run(this.#redis, this.#keys(settlement.accountId), [
         settlement.requestId,
-        JSON.stringify(settlement),
+        journal,
         settlement.costMicros,
       ])
-      .catch((error: unknown) =>
-        this.#logger.debug({ err: error }, 'could not journal a finished request on its hold'),
-      );
+      .catch((error: unknown) => {
+        this.#logger.debug({ err: error }, 'could not journal a finished request on its hold');
+        return 0;
+      });
+    if (written !== 1) return;
+    // A put-back after Redis restarts empty carries what the journal wrote (the settlement, the hold lowered to
+    // the cost), so a survivor still charges the request and the lowered hold stays lowered. The same object is
+    // changed in place: a put-back under way tells a settled request by the object leaving #mine.
+    const hold = JSON.parse(mine.entry) as { a: number; s?: string };
+    hold.s = journal;
+    if (settlement.costMicros >= 0 && settlement.costMicros < hold.a) hold.a = settlement.costMicros;
+    mine.entry = JSON.stringify(hold);
+    mine.amountMicros = hold.a;
   }
 
   settled(): void {
@@ -300,6 +312,8 @@ export class RedisHoldBook implements HoldBook {
       return isOutage(error) ? 'outage' : 'failed';
     }
     this.#settleRetry.succeeded();
+    // Redis takes releases again: those still waiting need not sit out the backoff of an earlier failure.
+    this.#settleAt = 0;
     return 'done';
   }
 

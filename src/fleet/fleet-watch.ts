@@ -72,7 +72,10 @@ export class FleetWatch {
     this.#mustStop.push(fn);
   }
 
-  /** Calls `fn` once, when every live instance reads `name` (at once if that is already known). */
+  /**
+   * Calls `fn` when every live instance reads `name` (at once if that is already known), and again each time
+   * that becomes true after it was not (an instance that cannot read it came and went).
+   */
   whenReadByAll(name: string, fn: () => void): void {
     this.#readable.push({ name, fn, fired: false });
     this.#fireReadable();
@@ -182,9 +185,11 @@ export class FleetWatch {
 
   #fireReadable(): void {
     for (const entry of this.#readable) {
-      if (entry.fired || !this.readByAll(entry.name)) continue;
-      entry.fired = true;
-      entry.fn();
+      if (!this.readByAll(entry.name)) entry.fired = false;
+      else if (!entry.fired) {
+        entry.fired = true;
+        entry.fn();
+      }
     }
   }
 

@@ -3,7 +3,9 @@ import type { FleetRepo } from '../store/fleet-repo.ts';
 
 /** How often the moves are read, how far back each read looks (commits land after their stamp), and how long they are kept. */
 const POLL_MS = 1_000;
-const OVERLAP_MS = 5_000;
+// A move is stamped when its trigger fires, and is seen when its transaction commits: a minute covers any
+// transaction but a stuck one, whose account's next settlement finds the version gap and reads the balance again.
+const OVERLAP_MS = 60_000;
 const KEEP_MS = 3_600_000;
 
 /**

@@ -9,7 +9,7 @@ import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
 import { DeploymentWindow, type WindowCounts, type WindowSnapshot } from './deployment-window.ts';
 import { sanitizeUpstreamMessage } from './sanitize-upstream-message.ts';
 import { applyParamPolicy } from './param-policy.ts';
-import type { AttemptObserver } from './attempt-observer.ts';
+import type { AttemptObserver, AttemptWatch } from './attempt-observer.ts';
 
 interface Deployment {
   model: ModelConfig;
@@ -230,9 +230,11 @@ export class Router {
         now = this.#clock();
       }
       attempts += 1;
-      const watch = observer?.attempt(deployment.config.id, deployment.provider.id, attempts - 1);
+      let watch: AttemptWatch | undefined;
       const startedAt = performance.now();
       try {
+        // Inside the try: whatever the observer throws is our own exception, which gives back a probe slot.
+        watch = observer?.attempt(deployment.config.id, deployment.provider.id, attempts - 1);
         const result = await call(deployment, shaped, watch?.headers);
         watch?.succeeded();
         const elapsedMs = performance.now() - startedAt;

@@ -20,14 +20,14 @@ import type { Limiter } from './limits/limiter.ts';
 import { type SessionPolicy, SessionsService } from './accounts/sessions-service.ts';
 import { effectiveLimits } from './limits/effective-limits.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
-import { createHealthCheck, type HealthReport, VERSION } from './observability/health.ts';
+import { createHealthCheck, VERSION } from './observability/health.ts';
 import { Readiness } from './observability/readiness.ts';
 import { warmUp } from './observability/warm-up.ts';
-import { createTracing, type Tracing } from './observability/tracing/tracing.ts';
+import { createTracing } from './observability/tracing/tracing.ts';
 import { createRequestEvents } from './observability/request-events/request-events.ts';
 import { Metrics } from './observability/metrics.ts';
 import { registerStateGauges } from './observability/state-gauges.ts';
-import { createOperators, type Operators } from './operators/create-operators.ts';
+import { createOperators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
 import type { Provider } from './providers/provider.ts';
 import { Router } from './routing/router.ts';
@@ -43,53 +43,13 @@ import { SendThrottle } from './webhooks/send-throttle.ts';
 import { type Clock, newId, systemClock } from './shared/ids.ts';
 import { utcDay } from './shared/time.ts';
 import { type Store } from './store/store.ts';
+import type { Services } from './http/app-services.ts';
+
+export type { Services };
 import { FleetWatch } from './fleet/fleet-watch.ts';
 import { LedgerMovesWatch } from './fleet/ledger-moves-watch.ts';
 import { ENFORCED_RULES } from './fleet/release.ts';
 import { createSecretBox } from './shared/secret-box.ts';
-
-/** Everything a route needs, built once per process (or per test server). */
-export interface Services {
-  config: Config;
-  store: Store;
-  clock: Clock;
-  logger: Logger;
-  cache: KeyCache;
-  bus: Bus;
-  accounts: AccountsService;
-  /** Dashboard sign-in: sessions, password reset and change. */
-  sessions: SessionsService;
-  gateway: ChatGateway;
-  router: Router;
-  limiter: Limiter;
-  settlements: SettlementQueue;
-  holds: HoldBook;
-  metrics: Metrics;
-  scheduler: Scheduler;
-  payments: PaymentsService;
-  dispatcher: WebhookDispatcher;
-  /** Operators' console, audit log, announcements and mail queue, status page. */
-  operators: Operators;
-  /** The account's usage and the operator's statistics. */
-  usage: UsageService;
-  /** The account's webhook endpoint, test events, delivery log and redelivery. */
-  webhooks: WebhooksService;
-  startedAt: number;
-  /** Traces of requests, when the OTEL_* variables turn them on. */
-  tracing: Tracing | undefined;
-  /** Refuses (429) an address that registers, verifies or resets too often. */
-  signups: SignupGuard;
-  /** The version contract between this instance and the others on its database. */
-  fleet: FleetWatch;
-  /** The health report (`GET /health`). */
-  health(): Promise<HealthReport>;
-  /** Whether this instance can serve at full speed (`GET /health/ready`): a list of named conditions. */
-  readiness: Readiness;
-  /** Starts background work (settlement flushing, webhooks, scheduled jobs). */
-  start(): Promise<void>;
-  /** Stops background work and flushes what is queued; the store closes after. */
-  close(): Promise<void>;
-}
 
 export interface ServicesOptions {
   config: Config;

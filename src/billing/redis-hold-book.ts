@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { RedisScript, type RedisClient } from '../limits/redis-limiter.ts';
+import { RedisScript, type RedisClient } from '../shared/redis-script.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
 import { StoreUnavailableError } from '../store/db.ts';

@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../config/config.ts';
+import { DEFAULT_TEMPERATURE, type ModelConfig } from '../config/config.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type {
   ChatMessage,
@@ -19,8 +19,7 @@ export const MAX_TOOLS = 128;
  * JSON.stringify recurses: a few thousand levels overflow the stack. Real tool schemas nest a dozen levels.
  */
 export const MAX_JSON_DEPTH = 64;
-/** The spec's default temperature, sent upstream when the request sets none (upstreams' own defaults differ). */
-export const DEFAULT_TEMPERATURE = 0.7;
+export { DEFAULT_TEMPERATURE };
 
 /** The request's own fields: a message that starts with one of them (`messages[2].role must …`) names it. */
 const FIELDS =

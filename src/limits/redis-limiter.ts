@@ -1,7 +1,8 @@
 import {
   type Admission,
   type AdmissionRequest,
-  type Limiter,
+  type DailySource,
+  type SharedLimiter,
   WINDOW_MS,
   limitState,
   msUntilUtcMidnight,
@@ -13,9 +14,6 @@ import { ADMIT_SCRIPT, RECONCILE_SCRIPT, RELEASE_SCRIPT } from './redis-scripts.
 const REASONS = { 1: 'requests', 2: 'tokens', 3: 'daily' } as const;
 const UNSEEDED = 4;
 
-/** The tokens the ledger has recorded for a subject on the UTC day of `now` (what seeds a lost day count). */
-export type DailySource = (subject: string, now: number) => Promise<number>;
-
 const admitScript = new RedisScript(ADMIT_SCRIPT);
 const reconcileScript = new RedisScript(RECONCILE_SCRIPT);
 const releaseScript = new RedisScript(RELEASE_SCRIPT);
@@ -24,7 +22,7 @@ const limit = (value: number | null): number => (value === null ? -1 : value);
 const since = (time: number): number | undefined => (time < 0 ? undefined : time);
 
 /** Limits shared by every instance: one Lua script per admission, one round trip. */
-export class RedisLimiter implements Limiter {
+export class RedisLimiter implements SharedLimiter {
   readonly backend = 'redis';
   readonly #redis: RedisClient;
   readonly #prefix: string;
@@ -48,6 +46,9 @@ export class RedisLimiter implements Limiter {
   useDailySource(source: DailySource): void {
     this.#dailySource = source;
   }
+
+  /** A bare Redis limiter has no fallback: its failures reach the caller as rejections, counted there. */
+  onFailure(): void {}
 
   #keys(subject: string, now: number): string[] {
     const base = `${this.#prefix}:{${subject}}`;

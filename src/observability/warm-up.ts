@@ -5,7 +5,7 @@ import { runInNewContext } from 'node:vm';
 import type { Config } from '../config/config.ts';
 import { countPromptTokens } from '../gateway/count-tokens.ts';
 import { parseChatRequest } from '../gateway/parse-chat-request.ts';
-import type { Limiter } from '../limits/limiter.ts';
+import { type Limiter, sharedLimiterOf } from '../limits/limiter.ts';
 import { utcDay } from '../shared/time.ts';
 import type { Store } from '../store/store.ts';
 
@@ -36,7 +36,7 @@ export async function warmUp(parts: {
     opened.then(() =>
       Promise.all(Array.from({ length: WARM_CONNECTIONS }, () => readNothing(store, parts.now))),
     ),
-    parts.limiter.warm?.(),
+    sharedLimiterOf(parts.limiter)?.warm(),
   ]);
   for (const result of results)
     if (result.status === 'rejected')

@@ -1,5 +1,6 @@
 import { DEFAULT_TEMPERATURE, type ModelConfig } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { isObject } from '../core/json.ts';
+import { GatewayError, invalid as invalidParam } from '../shared/gateway-error.ts';
 import type {
   ChatMessage,
   ChatRequest,
@@ -26,12 +27,7 @@ const FIELDS =
   /^((?:model|messages|temperature|top_p|presence_penalty|frequency_penalty|max_tokens|max_completion_tokens|stream|stream_options|stop|tools|tool_choice|n)\b[\w.[\]]*)/;
 
 /** A 400 whose `param` is the field its message starts with (null when it starts with none). */
-const invalid = (message: string): GatewayError => {
-  const param = FIELDS.exec(message)?.[1];
-  return new GatewayError('invalid_request', message, param === undefined ? {} : { param });
-};
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const invalid = (message: string): GatewayError => invalidParam(message, FIELDS.exec(message)?.[1]);
 
 function numberIn(
   body: Record<string, unknown>,

@@ -48,7 +48,8 @@ if (!onlyIntegration) {
         '--test-coverage-exclude=src/**/*.test.ts',
       ]
     : [];
-  status = nodeTest(['--test-isolation=none', ...coverage, ...passed, ...unitFiles]);
+  const guard = ['--import', fileURLToPath(new URL('unit-guard.ts', import.meta.url))];
+  status = nodeTest(['--test-isolation=none', ...guard, ...coverage, ...passed, ...unitFiles]);
 }
 if (!onlyUnit) {
   // Each suite in its own process: they start servers, child processes and a browser, and set process state.

@@ -1,7 +1,7 @@
 import type { HoldBook } from '../billing/hold-book.ts';
 import { KEY_ROOM_QUERY, type KeyRoomRow, keyUsage, toKeyRoom } from '../store/key-spend.ts';
 import type { ApiKeyRecord } from '../store/records.ts';
-import type { Store } from '../store/store.ts';
+import type { ChatPathStore, Store } from '../store/store.ts';
 import {
   dayOf,
   keyBudgetOf,
@@ -75,7 +75,7 @@ export async function readKeyStatus(
  * else undefined (the account's balance refused it).
  */
 export async function keyLimitRefusal(
-  store: Store,
+  store: Pick<ChatPathStore, 'db'>,
   holds: HoldBook,
   key: ApiKeyRecord,
   holdMicros: number,

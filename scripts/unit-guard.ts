@@ -5,7 +5,9 @@ import { syncBuiltinESMExports } from 'node:module';
 import net from 'node:net';
 
 function refuse(what: string): never {
-  throw new Error(`the unit tier opens no sockets and starts no processes (${what}): move this test to test/`);
+  throw new Error(
+    `the unit tier opens no sockets and starts no processes (${what}): move this test to test/`,
+  );
 }
 
 net.Server.prototype.listen = function listen(): never {

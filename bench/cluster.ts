@@ -1,5 +1,5 @@
 /**
- * Many instances on one PostgreSQL and one Redis (issue 20): `node bench/cluster.ts [postgres://…] [seconds]`.
+ * Many instances on one PostgreSQL and one Redis: `node bench/cluster.ts [postgres://…] [seconds]`.
  * Measures settlements per second on PostgreSQL, credit holds per second in Redis on one hot account from
  * three processes, and three gateway processes under load (throughput, p50/p99, and the database's CPU per
  * request, read from /proc for the PostgreSQL backends serving this run's database). Writes

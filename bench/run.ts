@@ -1,5 +1,5 @@
 // The benchmark harness: `npm run bench` (add `--quick` for one short round, `--no-peer` to skip Portkey,
-// `--soak=SECONDS` to hold the slow streams that long (the issue's soak is `--soak=600`; 30 s without it),
+// `--soak=SECONDS` to hold the slow streams that long (a long soak is `--soak=600`; 30 s without it),
 // `--slow-streams=N` for N of them instead of 10,000 (0 leaves them out), `--streams-only` for the stream sections
 // alone, which then print and are not written to docs/performance.md; with it, `--cases=WORD` keeps the
 // CPU-per-stream cases whose upstream names WORD, e.g. `--cases=anthropic`; `--only=stream-cpu` is the
@@ -82,7 +82,7 @@ const PROFILE = !args.has('--no-profile');
 const PROFILE_SECONDS = Number(
   [...args].find((a) => a.startsWith('--profile-seconds='))?.slice(18) ?? (QUICK ? 5 : 10),
 );
-/** The profiled case's connections: those of the issue's headline measurement. */
+/** The profiled case's connections: those of the headline measurement. */
 const PROFILE_CONNECTIONS = 50;
 const ROUNDS = QUICK ? 1 : 3;
 /** Each round measures CPU in this many closed-loop slices per target, alternating between targets. */

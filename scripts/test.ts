@@ -15,7 +15,7 @@ const tier = (flag: string): boolean => args.includes(flag);
 const passed = args.filter((arg) => !TIERS.includes(arg));
 
 // Every test file is a process, and many start gateway processes: V8's compile cache (shared through the
-// environment) saves each about a third of its start-up CPU (0.8 s -> 0.5 s to import the server here).
+// environment) spares each the compiling of the same modules again (docs/testing.md).
 const env = {
   NODE_COMPILE_CACHE: fileURLToPath(new URL('../node_modules/.cache/node-compile-cache', import.meta.url)),
   ...process.env,
@@ -28,7 +28,7 @@ function nodeTest(testArgs: string[]): number {
 }
 
 if (passed.some((arg) => !arg.startsWith('-'))) {
-  // Named files: as before, each in its own process, two at a time.
+  // Named files: each in its own process, two at a time.
   process.exit(nodeTest(['--test-concurrency=2', ...passed]));
 }
 
@@ -39,8 +39,8 @@ const onlyIntegration = tier('--integration');
 let status = 0;
 
 if (!onlyIntegration) {
-  // Unit tests share nothing but the module cache, so one process runs them all: per-file start-up (about
-  // 0.2 s each) was most of the tier's time.
+  // Unit tests share nothing but the module cache, so one process runs them all: a process per file would
+  // spend most of the tier's time starting up. The guard refuses sockets and child processes in it.
   const coverage = tier('--coverage')
     ? [
         '--experimental-test-coverage',
@@ -48,7 +48,8 @@ if (!onlyIntegration) {
         '--test-coverage-exclude=src/**/*.test.ts',
       ]
     : [];
-  status = nodeTest(['--test-isolation=none', ...coverage, ...passed, ...unitFiles]);
+  const guard = ['--import', fileURLToPath(new URL('unit-guard.ts', import.meta.url))];
+  status = nodeTest(['--test-isolation=none', ...guard, ...coverage, ...passed, ...unitFiles]);
 }
 if (!onlyUnit) {
   // Each suite in its own process: they start servers, child processes and a browser, and set process state.

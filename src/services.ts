@@ -4,7 +4,7 @@ import { KeyCache } from './accounts/key-cache.ts';
 import { SignupGuard } from './accounts/signup-guard.ts';
 import { createLogMailer, createSmtpMailer, type Mailer } from './accounts/mailer.ts';
 import type { Config } from './config/config.ts';
-import { createHoldBook, type HoldBook } from './billing/hold-book.ts';
+import { createHoldBook, type HoldBook, sharedSide } from './billing/hold-book.ts';
 import { SettlementQueue, settlementBatchSize } from './billing/settlement-queue.ts';
 import { defaultSpoolPath } from './billing/spool-path.ts';
 import { billingStanding } from './billing/standing.ts';
@@ -16,18 +16,18 @@ import {
   INSTANCE_LEASE_MS,
   Scheduler,
 } from './jobs/scheduler.ts';
-import type { Limiter } from './limits/limiter.ts';
+import { type Limiter, sharedLimiterOf } from './limits/limiter.ts';
 import { type SessionPolicy, SessionsService } from './accounts/sessions-service.ts';
 import { effectiveLimits } from './limits/effective-limits.ts';
 import { MemoryLimiter } from './limits/memory-limiter.ts';
-import { createHealthCheck, type HealthReport, VERSION } from './observability/health.ts';
+import { createHealthCheck, VERSION } from './observability/health.ts';
 import { Readiness } from './observability/readiness.ts';
 import { warmUp } from './observability/warm-up.ts';
-import { createTracing, type Tracing } from './observability/tracing/tracing.ts';
+import { createTracing } from './observability/tracing/tracing.ts';
 import { createRequestEvents } from './observability/request-events/request-events.ts';
 import { Metrics } from './observability/metrics.ts';
 import { registerStateGauges } from './observability/state-gauges.ts';
-import { createOperators, type Operators } from './operators/create-operators.ts';
+import { createOperators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
 import type { Provider } from './providers/provider.ts';
 import { Router } from './routing/router.ts';
@@ -43,53 +43,13 @@ import { SendThrottle } from './webhooks/send-throttle.ts';
 import { type Clock, newId, systemClock } from './shared/ids.ts';
 import { utcDay } from './shared/time.ts';
 import { type Store } from './store/store.ts';
+import type { Services } from './http/app-services.ts';
+
+export type { Services };
 import { FleetWatch } from './fleet/fleet-watch.ts';
 import { LedgerMovesWatch } from './fleet/ledger-moves-watch.ts';
 import { ENFORCED_RULES } from './fleet/release.ts';
 import { createSecretBox } from './shared/secret-box.ts';
-
-/** Everything a route needs, built once per process (or per test server). */
-export interface Services {
-  config: Config;
-  store: Store;
-  clock: Clock;
-  logger: Logger;
-  cache: KeyCache;
-  bus: Bus;
-  accounts: AccountsService;
-  /** Dashboard sign-in: sessions, password reset and change. */
-  sessions: SessionsService;
-  gateway: ChatGateway;
-  router: Router;
-  limiter: Limiter;
-  settlements: SettlementQueue;
-  holds: HoldBook;
-  metrics: Metrics;
-  scheduler: Scheduler;
-  payments: PaymentsService;
-  dispatcher: WebhookDispatcher;
-  /** Operators' console, audit log, announcements and mail queue, status page. */
-  operators: Operators;
-  /** The account's usage and the operator's statistics. */
-  usage: UsageService;
-  /** The account's webhook endpoint, test events, delivery log and redelivery. */
-  webhooks: WebhooksService;
-  startedAt: number;
-  /** Traces of requests, when the OTEL_* variables turn them on. */
-  tracing: Tracing | undefined;
-  /** Refuses (429) an address that registers, verifies or resets too often. */
-  signups: SignupGuard;
-  /** The version contract between this instance and the others on its database. */
-  fleet: FleetWatch;
-  /** The health report (`GET /health`). */
-  health(): Promise<HealthReport>;
-  /** Whether this instance can serve at full speed (`GET /health/ready`): a list of named conditions. */
-  readiness: Readiness;
-  /** Starts background work (settlement flushing, webhooks, scheduled jobs). */
-  start(): Promise<void>;
-  /** Stops background work and flushes what is queued; the store closes after. */
-  close(): Promise<void>;
-}
 
 export interface ServicesOptions {
   config: Config;
@@ -184,13 +144,14 @@ export function createServices(options: ServicesOptions): Services {
       );
   };
   const holds = options.holds ?? createHoldBook(store);
+  const shared = sharedSide(holds);
   const readiness = new Readiness();
   let started = false;
   readiness.require('started', () => started);
   // Asked until first met: a Redis emptied under a running fleet fences every instance at once, and holds wait
   // that out themselves; turning the whole fleet unready would leave a load balancer with no instance at all.
   let holdsWereReady = false;
-  if (holds.ready) readiness.require('credit holds', () => (holdsWereReady ||= holds.ready?.() ?? true));
+  if (shared) readiness.require('credit holds', () => (holdsWereReady ||= shared.ready()));
   const accounts = new AccountsService({ store, config, clock, mailer, cache, bus, logger, limiter, holds });
   const instanceId = newId('inst');
   const settlements = new SettlementQueue(store.ledger, logger, {
@@ -199,41 +160,42 @@ export function createServices(options: ServicesOptions): Services {
     maxBatch: settlementBatchSize(store.db.capabilities),
     retryReport: metrics.retryReport,
   });
-  holds.retryReport = metrics.retryReport;
+  if (shared) shared.retryReport = metrics.retryReport;
   settlements.onSettled = (batch, charged) => {
     holds.settled(
       batch.map((settlement) => settlement.requestId),
       clock(),
     );
-    holds.committed?.(batch, charged);
+    shared?.committed(batch, charged);
   };
   // A shared limiter that lost a day's count takes it from the ledger (this process's waiting settlements
   // committed first, so none is in neither), and its failures are counted.
-  limiter.useDailySource?.(async (subject, now) => {
+  const sharedLimiter = sharedLimiterOf(limiter);
+  sharedLimiter?.useDailySource(async (subject, now) => {
     await settlements.flush();
     return store.usage.keyDayTokens(subject, utcDay(now));
   });
-  limiter.onFailure?.((kind) => metrics.limiterFailures.inc({ kind }));
+  sharedLimiter?.onFailure((kind) => metrics.limiterFailures.inc({ kind }));
 
   const fleet = new FleetWatch({
     fleet: store.fleet,
-    instanceId: holds.instanceId ?? instanceId,
+    instanceId: shared?.instanceId ?? instanceId,
     reads: [...createSecretBox(config.security.secretKeys).opens, ...ENFORCED_RULES],
     logger,
     clock,
     singleProcess: store.db.capabilities.singleProcess,
     force: options.forceVersion ?? false,
-    ...(holds.liveInstances ? { liveWriters: (now: number) => holds.liveInstances!(now) } : {}),
+    ...(shared ? { liveWriters: (now: number) => shared.liveInstances(now) } : {}),
   });
   readiness.require('version contract', () => {
     const condition = fleet.readiness();
     return condition.ok || condition.detail || 'not judged yet';
   });
   const ledgerMoves =
-    holds.forget && store.db.capabilities.ledgerTriggers
+    shared && store.db.capabilities.ledgerTriggers
       ? new LedgerMovesWatch({
           fleet: store.fleet,
-          forget: (id, version) => holds.forget!(id, version),
+          forget: (id, version) => shared.forget(id, version),
           logger,
         })
       : undefined;
@@ -345,7 +307,7 @@ export function createServices(options: ServicesOptions): Services {
         store.ledger.useInstance(instanceId);
         await store.ledger.renewInstanceLease(instanceId, clock(), clock() + INSTANCE_LEASE_MS);
       }
-      await holds.start?.((settlement) => settlements.add(settlement));
+      await shared?.start((settlement) => settlements.add(settlement));
       ledgerMoves?.start();
       scheduler.start([
         createRetentionJob(store, clock, config.retentionDays, logger),
@@ -364,7 +326,7 @@ export function createServices(options: ServicesOptions): Services {
       await dispatcher.stop();
       await settlements.close();
       await ledgerMoves?.close();
-      await holds.close?.();
+      await shared?.close();
       await fleet.close();
       if (holds.rowsInStore)
         await store.ledger

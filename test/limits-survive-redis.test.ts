@@ -4,7 +4,8 @@ import { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { LimitSet } from '../src/limits/limiter.ts';
 import { RedisLimiter } from '../src/limits/redis-limiter.ts';
-import { type LimiterFailure, ResilientLimiter } from '../src/limits/resilient-limiter.ts';
+import type { LimiterFailure } from '../src/limits/limiter.ts';
+import { ResilientLimiter } from '../src/limits/resilient-limiter.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';
 import { redisServerMissing, startRedisCluster, startRedisServer } from './helpers/redis-server.ts';
 

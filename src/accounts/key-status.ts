@@ -1,7 +1,7 @@
 import type { HoldBook } from '../billing/hold-book.ts';
 import { KEY_ROOM_QUERY, type KeyRoomRow, keyUsage, toKeyRoom } from '../store/key-spend.ts';
 import type { ApiKeyRecord } from '../store/records.ts';
-import type { Store } from '../store/store.ts';
+import type { ChatPathStore, Store } from '../store/store.ts';
 import {
   dayOf,
   keyBudgetOf,
@@ -36,7 +36,7 @@ async function keyHeldMicros(store: Store, holds: HoldBook, key: ApiKeyRecord): 
       'SELECT CAST(SUM(amount_micros) AS BIGINT) AS held FROM holds WHERE key_id = $1',
       [key.id],
     ),
-    holds.keyHeldNow ? holds.keyHeldNow(key.accountId, key.id) : (holds.keyHeldMicros?.(key.id) ?? 0),
+    holds.keyHeldNow(key.accountId, key.id),
   ]);
   return Number(row?.held ?? 0) + held;
 }
@@ -75,7 +75,7 @@ export async function readKeyStatus(
  * else undefined (the account's balance refused it).
  */
 export async function keyLimitRefusal(
-  store: Store,
+  store: Pick<ChatPathStore, 'db'>,
   holds: HoldBook,
   key: ApiKeyRecord,
   holdMicros: number,
@@ -84,7 +84,7 @@ export async function keyLimitRefusal(
   const budget = keyBudgetOf(key, now);
   if (budget.limitMicros === null || !key.controls) return undefined;
   const room = toKeyRoom(await store.db.get<KeyRoomRow>(KEY_ROOM_QUERY, [key.id, budget.fromDay]));
-  const heldMicros = room.heldMicros + (holds.keyHeldMicros?.(key.id) ?? 0);
+  const heldMicros = room.heldMicros + holds.keyHeldMicros(key.id);
   if (budget.limitMicros - room.spentMicros - heldMicros >= holdMicros) return undefined;
   return limitRefusalMessage(key.controls, room.spentMicros, heldMicros, holdMicros, now);
 }

@@ -18,6 +18,7 @@ export type HoldAsk = [
   key?: KeyBudget,
 ];
 
+/** What the request path and the key controls ask of holds, whichever book keeps them. */
 export interface HoldBook {
   /** Whether holds are rows in the store, deleted by each settlement's transaction. */
   readonly rowsInStore: boolean;
@@ -35,31 +36,40 @@ export interface HoldBook {
   settled(requestIds: readonly string[], now: number): void;
   /** What this book holds for the account beyond the database's hold rows (requests in flight). */
   heldMicros(accountId: string): Promise<number>;
-  /** What this book holds for the key beyond the database's hold rows (per-key controls). */
-  keyHeldMicros?(keyId: string): number;
-  /** What every instance's live holds reserve for the key, read where they live (holds in Redis). */
-  keyHeldNow?(accountId: string, keyId: string): Promise<number>;
-  /** A batch committed, with what it charged per account (holds in Redis apply it to their balances). */
-  committed?(batch: readonly Settlement[], charged: SettledAccounts): void;
+  /** What this instance's own holds reserve for the key beyond the database's hold rows (0 where none). */
+  keyHeldMicros(keyId: string): number;
+  /** What every instance's live holds reserve for the key beyond the database's hold rows, read where they live. */
+  keyHeldNow(accountId: string, keyId: string): Promise<number>;
   /** Journals a finished request where a surviving instance finds it; resolves before the answer ends. */
   finished?(settlement: Settlement): Promise<void>;
-  /** The instance id its holds are kept under, where it has one of its own (holds in Redis). */
-  readonly instanceId?: string;
-  /** Another writer moved the account's ledger to `version`: a copy of its balance older than that is dropped. */
-  forget?(accountId: string, version: number): Promise<void>;
-  /** The instances holding credit where this book does (live leases of holds in Redis). */
-  liveInstances?(now: number): Promise<string[]>;
-  /**
-   * Whether a hold can be taken now without waiting (holds in Redis: the generation is known, no fence is in
-   * force, the scripts are loaded); a book without it is always ready.
-   */
-  ready?(): boolean;
-  /** Starts the book's own heartbeat (holds in Redis); finished requests of dead instances go to `charge`. */
-  start?(charge: (settlement: Settlement) => void): Promise<void>;
-  /** A clean stop, after every settlement committed: releases what this instance still holds. */
-  close?(): Promise<void>;
+}
+
+/**
+ * Holds kept outside the database for a whole fleet (Redis): the book has a lifecycle, an instance lease,
+ * balances of its own to keep in step with the ledger, and a readiness of its own.
+ */
+export interface SharedHoldBook extends HoldBook {
+  /** The instance id its holds are kept under. */
+  readonly instanceId: string;
   /** Where the book's retry loops (heartbeat, releases) are counted. */
-  retryReport?: RetryReport;
+  retryReport: RetryReport;
+  /** A batch committed, with what it charged per account: applied to the book's balances. */
+  committed(batch: readonly Settlement[], charged: SettledAccounts): void;
+  /** Another writer moved the account's ledger to `version`: a copy of its balance older than that is dropped. */
+  forget(accountId: string, version: number): Promise<void>;
+  /** The instances holding credit where this book does (live leases). */
+  liveInstances(now: number): Promise<string[]>;
+  /** Whether a hold can be taken now without waiting (the generation is known, no fence, scripts loaded). */
+  ready(): boolean;
+  /** Starts the book's own heartbeat; finished requests of dead instances go to `charge`. */
+  start(charge: (settlement: Settlement) => void): Promise<void>;
+  /** A clean stop, after every settlement committed: releases what this instance still holds. */
+  close(): Promise<void>;
+}
+
+/** The shared side of a book, when it has one. */
+export function sharedSide(book: HoldBook): SharedHoldBook | undefined {
+  return 'liveInstances' in book ? (book as SharedHoldBook) : undefined;
 }
 
 /** The book for the store: durable, row-locked holds on a shared database; in-process holds on SQLite. */
@@ -90,6 +100,12 @@ class DatabaseHoldBook implements HoldBook {
   }
   heldMicros(): Promise<number> {
     return Promise.resolve(0); // the hold rows are the database's, counted by its balance
+  }
+  keyHeldMicros(): number {
+    return 0; // the hold rows are the database's, counted with the key's spend
+  }
+  keyHeldNow(): Promise<number> {
+    return Promise.resolve(0);
   }
 }
 
@@ -175,6 +191,10 @@ class ProcessHoldBook implements HoldBook {
 
   keyHeldMicros(keyId: string): number {
     return this.#byKey.get(keyId) ?? 0;
+  }
+
+  keyHeldNow(_accountId: string, keyId: string): Promise<number> {
+    return Promise.resolve(this.keyHeldMicros(keyId));
   }
 
   /** The account's available credit without this book's holds; undefined for an unknown account. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
-import type { RedisClient } from '../limits/redis-limiter.ts';
+import type { RedisClient } from '../shared/redis-script.ts';
 import type { LedgerRepo } from '../store/ledger-repo.ts';
 import type { Settlement } from '../store/records.ts';
 import { RedisHoldBook } from './redis-hold-book.ts';

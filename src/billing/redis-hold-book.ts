@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { RedisScript, type RedisClient } from '../limits/redis-limiter.ts';
+import { RedisScript, type RedisClient } from '../shared/redis-script.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
 import { StoreUnavailableError } from '../store/db.ts';
 import type { LedgerRepo, SettledAccounts } from '../store/ledger-repo.ts';
 import type { KeyBudget, Settlement } from '../store/records.ts';
-import type { HoldBook } from './hold-book.ts';
+import type { SharedHoldBook } from './hold-book.ts';
 import {
   FINISH_SCRIPT,
   HOLD_SCRIPT,
@@ -67,7 +67,7 @@ export interface RedisHoldBookOptions {
  * belongs to this instance's Redis lease; a survivor releases a dead instance's holds (charging those whose
  * answer was sent, journaled by `finished`). Design and failure cases: docs/decisions.md, "Holds in Redis".
  */
-export class RedisHoldBook implements HoldBook {
+export class RedisHoldBook implements SharedHoldBook {
   readonly rowsInStore = false;
   readonly instanceId: string;
   readonly #redis: RedisClient;

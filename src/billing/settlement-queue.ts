@@ -8,8 +8,8 @@ import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
 
 /**
  * The most settlements one commit takes. PostgreSQL settles a batch in a fixed number of set-based statements,
- * so a larger batch costs little more than a small one (measured: 20,000/s in batches of 256, 31,000/s in
- * batches of 1,024); SQLite settles row by row on the event loop, where 256 rows already hold it ~5 ms.
+ * so a larger batch costs little more than a small one (docs/performance.md, settlement); SQLite settles row by
+ * row on the event loop, where a larger batch holds the loop longer.
  */
 export function settlementBatchSize(capabilities: DbCapabilities): number {
   return capabilities.setBasedSettlement ? 1024 : 256;

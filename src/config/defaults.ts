@@ -1,5 +1,10 @@
-import { DEFAULT_TEMPERATURE } from '../gateway/parse-chat-request.ts';
-import type { ModelConfig, ParamPolicy, PlanConfig, PlanId } from './config.ts';
+import {
+  DEFAULT_TEMPERATURE,
+  type ModelConfig,
+  type ParamPolicy,
+  type PlanConfig,
+  type PlanId,
+} from './config.ts';
 import { MICROS_PER_USD } from '../shared/money.ts';
 
 const USD = MICROS_PER_USD;
@@ -90,14 +95,6 @@ export const DEFAULT_DENIED_PARAMS: readonly string[] = Object.freeze([
   'modalities',
   'store',
   'prompt_cache_retention',
-]);
-
-/** Fields the gateway sets or reads itself: a policy cannot touch them. */
-export const GATEWAY_PARAMS: readonly string[] = Object.freeze([
-  'model',
-  'messages',
-  'stream',
-  'stream_options',
 ]);
 
 /** The policy of a deployment whose `params:` is absent. */

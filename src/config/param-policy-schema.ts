@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { ParamPolicy } from './config.ts';
-import { DEFAULT_PARAM_POLICY, GATEWAY_PARAMS } from './defaults.ts';
+import { GATEWAY_PARAMS, type ParamPolicy } from './config.ts';
+import { DEFAULT_PARAM_POLICY } from './defaults.ts';
 import { mapping, oneOf, optionalRecord, text, textList } from './schema-primitives.ts';
 
 /** Ranges of the spec's sampling fields, for defaults an operator sets. */

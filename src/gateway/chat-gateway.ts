@@ -20,7 +20,7 @@ import {
   type Settlement,
   type UsageStatus,
 } from '../store/records.ts';
-import type { Store } from '../store/store.ts';
+import type { ChatPathStore } from '../store/store.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
 import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
@@ -78,7 +78,7 @@ interface Outcome {
 
 export interface ChatGatewayOptions {
   config: Config;
-  store: Store;
+  store: ChatPathStore;
   router: Router;
   limiter: Limiter;
   settlements: SettlementQueue;

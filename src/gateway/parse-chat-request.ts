@@ -1,5 +1,6 @@
-import type { ModelConfig } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { DEFAULT_TEMPERATURE, type ModelConfig } from '../config/config.ts';
+import { isObject } from '../core/json.ts';
+import { GatewayError, invalid as invalidParam } from '../shared/gateway-error.ts';
 import type {
   ChatMessage,
   ChatRequest,
@@ -19,20 +20,14 @@ export const MAX_TOOLS = 128;
  * JSON.stringify recurses: a few thousand levels overflow the stack. Real tool schemas nest a dozen levels.
  */
 export const MAX_JSON_DEPTH = 64;
-/** The spec's default temperature, sent upstream when the request sets none (upstreams' own defaults differ). */
-export const DEFAULT_TEMPERATURE = 0.7;
+export { DEFAULT_TEMPERATURE };
 
 /** The request's own fields: a message that starts with one of them (`messages[2].role must …`) names it. */
 const FIELDS =
   /^((?:model|messages|temperature|top_p|presence_penalty|frequency_penalty|max_tokens|max_completion_tokens|stream|stream_options|stop|tools|tool_choice|n)\b[\w.[\]]*)/;
 
 /** A 400 whose `param` is the field its message starts with (null when it starts with none). */
-const invalid = (message: string): GatewayError => {
-  const param = FIELDS.exec(message)?.[1];
-  return new GatewayError('invalid_request', message, param === undefined ? {} : { param });
-};
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const invalid = (message: string): GatewayError => invalidParam(message, FIELDS.exec(message)?.[1]);
 
 function numberIn(
   body: Record<string, unknown>,

@@ -3,7 +3,8 @@ import type { Admitted } from '../gateway/chat-gateway.ts';
 import type { ChatCompletion, FinishReason, Usage } from '../gateway/chat-types.ts';
 import type { ToolEvent } from '../gateway/stream-event.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { isObject } from '../core/json.ts';
+import { GatewayError, invalid } from '../shared/gateway-error.ts';
 import { answerHeaders } from './answer-headers.ts';
 import { createDoorSink } from './door-sink.ts';
 import { bearerToken } from './auth-hook.ts';
@@ -15,12 +16,6 @@ import { type FrontDoor, renameFields } from './front-door.ts';
  * a Message and its named SSE events. Errors take Anthropic's shape on these routes.
  */
 type Json = Record<string, unknown>;
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-const invalid = (message: string, param?: string): GatewayError =>
-  new GatewayError('invalid_request', message, param === undefined ? {} : { param });
 
 /** `x-api-key` as Anthropic's SDK sends it, or a Bearer token. */
 const token = (req: import('node:http').IncomingMessage): string | undefined => {

@@ -3,7 +3,8 @@ import type { Admitted } from '../gateway/chat-gateway.ts';
 import type { FinishReason, ToolCall, Usage } from '../gateway/chat-types.ts';
 import type { ToolEvent } from '../gateway/stream-event.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { isObject } from '../core/json.ts';
+import { GatewayError, invalid } from '../shared/gateway-error.ts';
 import { answerHeaders } from './answer-headers.ts';
 import { createDoorSink } from './door-sink.ts';
 import { bearerToken } from './auth-hook.ts';
@@ -17,12 +18,6 @@ import { type FrontDoor, renameFields } from './front-door.ts';
 export const RESPONSES_PATH = '/v1/responses';
 
 type Json = Record<string, unknown>;
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-const invalid = (message: string, param?: string): GatewayError =>
-  new GatewayError('invalid_request', message, param === undefined ? {} : { param });
 
 /** GET /v1/responses/{id} and the like: nothing was stored to retrieve. */
 export const responsesNotStored = (): GatewayError =>

@@ -80,21 +80,36 @@ export interface Limiter {
    * subject and day, so that a restart cannot reopen a daily cap. Shared limiters (Redis) do not need it.
    */
   seedDaily?(subject: string, tokens: number, now: number): void;
-  /**
-   * Shared limiters (Redis): where a daily cap's count comes from when the shared store lost the day (it
-   * restarted empty, failed over) or while admissions fall back to local counting.
-   */
-  useDailySource?(source: (subject: string, now: number) => Promise<number>): void;
-  /** Shared limiters: called on each admission that could not use the shared store, by kind of failure. */
-  onFailure?(listener: (kind: 'unreachable' | 'script') => void): void;
   /** Tokens the subject has taken on the UTC day of `now`. */
   dailyTokens(subject: string, now: number): Promise<number>;
   /** Whether the shared backend is reachable (always true in memory). */
   healthy(): boolean;
-  /** Shared limiters: loads what the first admission would otherwise load (Redis: its scripts). */
-  warm?(): Promise<void>;
   readonly backend: string;
   close(): Promise<void>;
+}
+
+/** A subject's tokens on the UTC day of `now`, as the ledger recorded them. */
+export type DailySource = (subject: string, now: number) => Promise<number>;
+
+/** Why an admission could not use the shared store. */
+export type LimiterFailure = 'unreachable' | 'script';
+
+/** A limiter whose counts live outside the process (Redis), shared by every instance. */
+export interface SharedLimiter extends Limiter {
+  /**
+   * Where a daily cap's count comes from when the shared store lost the day (it restarted empty, failed over)
+   * or while admissions fall back to local counting.
+   */
+  useDailySource(source: DailySource): void;
+  /** Called on each admission that could not use the shared store, by kind of failure. */
+  onFailure(listener: (kind: LimiterFailure) => void): void;
+  /** Loads what the first admission would otherwise load (Redis: its scripts). */
+  warm(): Promise<void>;
+}
+
+/** The shared side of a limiter, when it has one. */
+export function sharedLimiterOf(limiter: Limiter): SharedLimiter | undefined {
+  return 'useDailySource' in limiter ? (limiter as SharedLimiter) : undefined;
 }
 
 export const WINDOW_MS = 60_000;

@@ -45,7 +45,11 @@ describe('MemoryLimiter: requests per minute', () => {
       assert.equal(a.allowed, true);
       assert.equal(a.requests?.limit, 3);
       assert.equal(a.requests?.remaining, 2 - i);
-      assert.equal(a.requests?.resetMs, WINDOW_MS - i * 1000, 'the oldest request (T0) ages out at T0 + 60 s');
+      assert.equal(
+        a.requests?.resetMs,
+        WINDOW_MS - i * 1000,
+        'the oldest request (T0) ages out at T0 + 60 s',
+      );
       assert.equal(a.tokens, undefined);
     }
     const refused = admit(limiter, 'k', RPM(3), T0 + 10_000);

@@ -1,47 +1,18 @@
-import { createHash } from 'node:crypto';
-import type { Cluster, Redis } from 'ioredis';
 import {
   type Admission,
   type AdmissionRequest,
-  type Limiter,
+  type DailySource,
+  type SharedLimiter,
   WINDOW_MS,
   limitState,
   msUntilUtcMidnight,
   utcDayNumber,
 } from './limiter.ts';
+import { type RedisClient, RedisScript } from '../shared/redis-script.ts';
 import { ADMIT_SCRIPT, RECONCILE_SCRIPT, RELEASE_SCRIPT } from './redis-scripts.ts';
 
 const REASONS = { 1: 'requests', 2: 'tokens', 3: 'daily' } as const;
 const UNSEEDED = 4;
-
-/** A single Redis (or Sentinel-managed) or a Redis Cluster: every key of a subject shares one hash tag. */
-export type RedisClient = Redis | Cluster;
-
-/** The tokens the ledger has recorded for a subject on the UTC day of `now` (what seeds a lost day count). */
-export type DailySource = (subject: string, now: number) => Promise<number>;
-
-/** A Lua script run by its SHA1, loaded again when Redis lost it. */
-export class RedisScript {
-  readonly #source: string;
-  readonly #sha: string;
-  constructor(source: string) {
-    this.#source = source;
-    this.#sha = createHash('sha1').update(source).digest('hex');
-  }
-  /** Loads the script into Redis ahead of its first run (SCRIPT LOAD). */
-  async load(redis: RedisClient): Promise<void> {
-    await redis.script('LOAD', this.#source);
-  }
-  /** EVALSHA, loading the script once if Redis does not have it (after a restart or a flush). */
-  async run(redis: RedisClient, keys: string[], args: (string | number)[]): Promise<unknown> {
-    try {
-      return await redis.evalsha(this.#sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!String((error as Error).message).includes('NOSCRIPT')) throw error;
-      return redis.eval(this.#source, keys.length, ...keys, ...args);
-    }
-  }
-}
 
 const admitScript = new RedisScript(ADMIT_SCRIPT);
 const reconcileScript = new RedisScript(RECONCILE_SCRIPT);
@@ -51,7 +22,7 @@ const limit = (value: number | null): number => (value === null ? -1 : value);
 const since = (time: number): number | undefined => (time < 0 ? undefined : time);
 
 /** Limits shared by every instance: one Lua script per admission, one round trip. */
-export class RedisLimiter implements Limiter {
+export class RedisLimiter implements SharedLimiter {
   readonly backend = 'redis';
   readonly #redis: RedisClient;
   readonly #prefix: string;
@@ -75,6 +46,9 @@ export class RedisLimiter implements Limiter {
   useDailySource(source: DailySource): void {
     this.#dailySource = source;
   }
+
+  /** A bare Redis limiter has no fallback: its failures reach the caller as rejections, counted there. */
+  onFailure(): void {}
 
   #keys(subject: string, now: number): string[] {
     const base = `${this.#prefix}:{${subject}}`;

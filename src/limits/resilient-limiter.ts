@@ -1,12 +1,16 @@
 import { ReplyError } from 'ioredis';
 import type { Logger } from 'pino';
 import type { LimiterFailurePolicy } from '../config/config.ts';
-import { type Admission, type AdmissionRequest, type Limiter, utcDayNumber } from './limiter.ts';
+import {
+  type Admission,
+  type AdmissionRequest,
+  type DailySource,
+  type LimiterFailure,
+  type SharedLimiter,
+  utcDayNumber,
+} from './limiter.ts';
 import { MemoryLimiter } from './memory-limiter.ts';
-import type { DailySource, RedisLimiter } from './redis-limiter.ts';
-
-/** Why limits are not shared right now: Redis cannot be reached, or it answers with an error. */
-export type LimiterFailure = 'unreachable' | 'script';
+import type { RedisLimiter } from './redis-limiter.ts';
 
 /**
  * Redis first; while Redis cannot be reached, the configured policy: `local` keeps per-instance limits in
@@ -21,7 +25,7 @@ export type LimiterFailure = 'unreachable' | 'script';
  * The local fallback honours daily caps: the first fallback admission of a key in each episode takes the
  * day's tokens from the ledger (the daily source), so that falling back cannot reopen a cap.
  */
-export class ResilientLimiter implements Limiter {
+export class ResilientLimiter implements SharedLimiter {
   readonly backend = 'redis';
   readonly #redis: RedisLimiter;
   readonly #local = new MemoryLimiter();

@@ -5,7 +5,7 @@ import { runInNewContext } from 'node:vm';
 import type { Config } from '../config/config.ts';
 import { countPromptTokens } from '../gateway/count-tokens.ts';
 import { parseChatRequest } from '../gateway/parse-chat-request.ts';
-import type { Limiter } from '../limits/limiter.ts';
+import { type Limiter, sharedLimiterOf } from '../limits/limiter.ts';
 import { utcDay } from '../shared/time.ts';
 import type { Store } from '../store/store.ts';
 
@@ -36,7 +36,7 @@ export async function warmUp(parts: {
     opened.then(() =>
       Promise.all(Array.from({ length: WARM_CONNECTIONS }, () => readNothing(store, parts.now))),
     ),
-    parts.limiter.warm?.(),
+    sharedLimiterOf(parts.limiter)?.warm(),
   ]);
   for (const result of results)
     if (result.status === 'rejected')
@@ -57,8 +57,8 @@ const NO_ACCOUNT = 'acct_warm_up';
 
 /**
  * Requests no one is billed for, through the server in process (no socket), then a full garbage collection of
- * what start-up left (compiled schemas, migrations), which otherwise ran during the first requests (measured:
- * about 30 ms of pause). The first answers of a route then cost what later ones do: a key that is not
+ * what start-up left (compiled schemas, migrations), which otherwise runs during the first requests as a pause
+ * (docs/performance.md, cold start). The first answers of a route then cost what later ones do: a key that is not
  * valid walks the chat route's hooks, the key lookup and the error answer; the model list its serializer.
  */
 export async function warmRequests(app: FastifyInstance): Promise<void> {

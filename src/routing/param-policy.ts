@@ -1,5 +1,4 @@
-import type { ParamPolicy } from '../config/config.ts';
-import { GATEWAY_PARAMS } from '../config/defaults.ts';
+import { GATEWAY_PARAMS, type ParamPolicy } from '../config/config.ts';
 import type { ChatRequest } from '../gateway/chat-types.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 

@@ -70,3 +70,7 @@ export class GatewayError extends Error {
     return { error: { code: this.code, message: this.message, type: this.type, param: this.param } };
   }
 }
+
+/** A 400 `invalid_request`, naming the field it is about when there is one. */
+export const invalid = (message: string, param?: string): GatewayError =>
+  new GatewayError('invalid_request', message, param === undefined ? {} : { param });

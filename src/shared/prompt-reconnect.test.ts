@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { RedisClient } from '../limits/redis-limiter.ts';
+import type { RedisClient } from './redis-script.ts';
 import { promptReconnect, redisRetryStrategy } from './prompt-reconnect.ts';
 
 describe('reconnecting Redis promptly', () => {

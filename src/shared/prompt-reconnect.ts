@@ -1,4 +1,4 @@
-import type { RedisClient } from '../limits/redis-limiter.ts';
+import type { RedisClient } from './redis-script.ts';
 import { backoffDelay } from './retry-episode.ts';
 
 /** Reconnection attempts while Redis is away: 100 ms doubling to 2 s, with jitter (ioredis's retryStrategy). */

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../limits/redis-limiter.ts';
+import type { RedisClient } from './redis-script.ts';
 import type { Logger } from 'pino';
 import type { Bus, InvalidationMessage } from './bus.ts';
 

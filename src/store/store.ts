@@ -41,6 +41,13 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/** What the chat request path reads: a key's spend (db), an account's balance, a key's tokens today. */
+export interface ChatPathStore {
+  readonly db: Pick<Db, 'get'>;
+  readonly ledger: Pick<LedgerRepo, 'balance'>;
+  readonly usage: Pick<UsageRepo, 'keyDayTokens'>;
+}
+
 /** Builds the store over an open database; `secrets` seals webhook signing secrets at rest. */
 export function createStore(db: Db, options: { secrets?: SecretBox } = {}): Store {
   return {

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CliError } from '../cli-error.ts';
+import { configuredDatabaseUrl } from '../database-url.ts';
 import { createOutput } from '../output.ts';
 
 /** `tollgate backup <file>`: an online copy of the embedded SQLite store named by DATABASE_URL. */
@@ -12,17 +13,10 @@ export function registerBackupCommand(program: Command): void {
     .action(async (file: string, _options: unknown, command: Command) => {
       const out = createOutput({ json: command.optsWithGlobals<{ json?: boolean }>().json === true });
       // Loaded on use, as for migrate: no other command needs the store.
-      const [{ ConfigError, loadConfig }, { backupSqlite }] = await Promise.all([
-        import('../../config/load-config.ts'),
+      const [databaseUrl, { backupSqlite }] = await Promise.all([
+        configuredDatabaseUrl(),
         import('../../store/sqlite/backup-sqlite.ts'),
       ]);
-      let databaseUrl: string;
-      try {
-        databaseUrl = loadConfig().databaseUrl;
-      } catch (error) {
-        if (error instanceof ConfigError) throw new CliError(`configuration error: ${error.message}`);
-        throw error;
-      }
       if (/^postgres(ql)?:/.test(databaseUrl))
         throw new CliError(
           'DATABASE_URL is PostgreSQL: back it up with pg_dump (docs/operations.md, "Back up and restore")',

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { CliError } from '../cli-error.ts';
+import { configuredDatabaseUrl } from '../database-url.ts';
 import { createOutput, type Output } from '../output.ts';
 import type { Db } from '../../store/db.ts';
 
@@ -16,18 +17,11 @@ export function registerMigrateCommand(program: Command): void {
     .action(async (options: { status?: boolean }, command: Command) => {
       const out = createOutput({ json: command.optsWithGlobals<{ json?: boolean }>().json === true });
       // Loaded on use: the store pulls in both database drivers, which no other command needs.
-      const [{ ConfigError, loadConfig }, { migrate }, { openDb }] = await Promise.all([
-        import('../../config/load-config.ts'),
+      const [databaseUrl, { migrate }, { openDb }] = await Promise.all([
+        configuredDatabaseUrl(),
         import('../../store/migrate.ts'),
         import('../../store/store.ts'),
       ]);
-      let databaseUrl: string;
-      try {
-        databaseUrl = loadConfig().databaseUrl;
-      } catch (error) {
-        if (error instanceof ConfigError) throw new CliError(`configuration error: ${error.message}`);
-        throw error;
-      }
       const db = openDb(databaseUrl);
       if (options.status) {
         try {

@@ -11,8 +11,9 @@
  * string of 100 MB, a required property that refers to itself, a `$ref` cycle) throws SchemaBudgetError before
  * the work is done, rather than freezing the process or overflowing the stack.
  */
+import { isObject, type JsonObject } from '../../core/json.ts';
 
-type Schema = Record<string, unknown>;
+type Schema = JsonObject;
 
 /** How deep objects and arrays nest before the generator takes the shortest way out (null, [], required only). */
 const SOFT_DEPTH = 8;
@@ -37,9 +38,6 @@ export const SCHEMA_BUDGET: Readonly<SchemaBudget> = { work: 50_000, chars: 65_5
 export class SchemaBudgetError extends Error {
   override name = 'SchemaBudgetError';
 }
-
-const isObject = (value: unknown): value is Schema =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export function schemaInstance(schema: unknown, budget: Readonly<SchemaBudget> = SCHEMA_BUDGET): unknown {
   const root = isObject(schema) ? schema : {};

@@ -8,8 +8,15 @@ import { checkoutPage, checkoutPageHeaders } from '../checkout-page.ts';
 import { iso, usd } from '../present.ts';
 import { listenOrigin } from '../link-origin.ts';
 import { userOf } from './principal.ts';
+import {
+  checkoutSchema,
+  orderSchema,
+  ordersSchema,
+  stripeReceiptSchema,
+  type Order,
+} from '../schemas/api.ts';
 
-export function presentOrder(order: OrderRecord): Record<string, unknown> {
+export function presentOrder(order: OrderRecord): Order {
   return {
     order_id: order.id,
     kind: order.kind,
@@ -41,6 +48,7 @@ export const billingRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'paymen
           additionalProperties: false,
           properties: { plan: { type: 'string', maxLength: 40 }, topup_usd: { type: 'number' } },
         },
+        response: { 201: checkoutSchema },
       },
     },
     async (request, reply) => {
@@ -57,10 +65,14 @@ export const billingRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'paymen
     },
   );
 
-  app.get('/orders', { config: { auth: 'user' } }, async (request) => {
-    const orders = await services.payments.orders(userOf(request).account.id);
-    return { object: 'list', data: orders.map(presentOrder) };
-  });
+  app.get(
+    '/orders',
+    { config: { auth: 'user' }, schema: { response: { 200: ordersSchema } } },
+    async (request) => {
+      const orders = await services.payments.orders(userOf(request).account.id);
+      return { object: 'list', data: orders.map(presentOrder) };
+    },
+  );
 };
 
 /** `/checkout`: the test provider's "card form"; anyone holding the (unguessable) checkout URL may complete it. */
@@ -88,6 +100,7 @@ export const checkoutPageRoutes: FastifyPluginAsync<Pick<Services, 'payments'>> 
             reason: { type: 'string', enum: [...FAILURE_REASONS] },
           },
         },
+        response: { 200: orderSchema },
       },
     },
     async (request) => {
@@ -111,7 +124,7 @@ export const stripeWebhookRoutes: FastifyPluginAsync<Pick<Services, 'config' | '
 ) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
-  app.post('/webhook', async (request) => {
+  app.post('/webhook', { schema: { response: { 200: stripeReceiptSchema } } }, async (request) => {
     const stripe = services.config.stripe;
     if (!stripe) throw new GatewayError('not_found', 'Stripe is not configured');
     const signature = request.headers['stripe-signature'];

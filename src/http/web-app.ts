@@ -73,7 +73,7 @@ export const webApp: FastifyPluginAsync<{ secure: boolean; root?: string }> = as
     });
   }
   for (const page of DASHBOARD_PAGES) {
-    scope.get(page, async (_request, reply) => {
+    scope.get(page, { schema: { produces: ['text/html'] } }, async (_request, reply) => {
       if (!built) {
         return reply
           .status(503)

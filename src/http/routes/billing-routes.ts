@@ -77,14 +77,18 @@ export const billingRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'paymen
 
 /** `/checkout`: the test provider's "card form"; anyone holding the (unguessable) checkout URL may complete it. */
 export const checkoutPageRoutes: FastifyPluginAsync<Pick<Services, 'payments'>> = async (app, services) => {
-  app.get<{ Params: { id: string } }>('/:id', { schema: { params: orderParams } }, async (request, reply) => {
-    const order = await services.payments.testCheckout(request.params.id);
-    const nonce = randomBytes(16).toString('base64');
-    return reply
-      .headers(checkoutPageHeaders(nonce))
-      .type('text/html; charset=utf-8')
-      .send(checkoutPage(order, nonce));
-  });
+  app.get<{ Params: { id: string } }>(
+    '/:id',
+    { schema: { params: orderParams, produces: ['text/html'] } },
+    async (request, reply) => {
+      const order = await services.payments.testCheckout(request.params.id);
+      const nonce = randomBytes(16).toString('base64');
+      return reply
+        .headers(checkoutPageHeaders(nonce))
+        .type('text/html; charset=utf-8')
+        .send(checkoutPage(order, nonce));
+    },
+  );
 
   app.post<{ Params: { id: string }; Body: { outcome: 'success' | 'failed'; reason?: FailureReason } }>(
     '/:id',

@@ -146,6 +146,7 @@ export const operatorReportRoutes: FastifyPluginAsync<Pick<Services, 'operators'
             account_id: { type: 'string', maxLength: 100 },
           },
         },
+        produces: ['text/csv', 'application/x-ndjson'],
       },
     },
     async (request, reply) => {

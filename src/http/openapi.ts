@@ -109,7 +109,12 @@ function operationOf(route: Operation): { path: string; method: string; operatio
 
 function doorOperation(path: string): Json {
   const door = DOOR_DESCRIPTIONS.get(path);
-  const security = door?.auth === 'session' ? [{ session: [] }] : [{ apiKey: [] }];
+  const security =
+    door?.auth === 'session'
+      ? [{ session: [] }]
+      : path.startsWith('/v1/messages')
+        ? [{ anthropicKey: [] }, { apiKey: [] }]
+        : [{ apiKey: [] }];
   return {
     summary: door?.summary ?? 'A front door',
     requestBody: {
@@ -179,6 +184,12 @@ export class OpenApiDocument {
         schemas: { Error: errorSchema },
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'An API key (sk-...) or the admin key' },
+          anthropicKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'x-api-key',
+            description: "An API key as Anthropic's clients send it (the Messages doors)",
+          },
           session: {
             type: 'apiKey',
             in: 'cookie',

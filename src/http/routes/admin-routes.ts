@@ -6,7 +6,13 @@ import { usdToMicros } from '../../shared/money.ts';
 import { parseAccountQuery } from '../parse-account-query.ts';
 import { presentAdminAccount } from '../present-operator.ts';
 import { PAGE_QUERY, suspensionReason } from './operator-routes.ts';
-import { adminAccountPageSchema, adminAccountSchema, grantedSchema } from '../schemas/api.ts';
+import {
+  adminAccountPageSchema,
+  adminAccountSchema,
+  grantedSchema,
+  type AdminAccountPage,
+  type Granted,
+} from '../schemas/api.ts';
 
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
 const nullableLimit = { type: ['integer', 'null'], minimum: 0 } as const;
@@ -49,7 +55,7 @@ export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config
         total: page.total,
         limit: query.limit,
         offset: query.offset,
-      };
+      } satisfies AdminAccountPage;
     },
   );
 
@@ -164,7 +170,7 @@ export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config
         kind: grant.kind,
         amount_usd: usd(grant.amountMicros),
         expires_at: iso(grant.expiresAt),
-      });
+      } satisfies Granted);
     },
   );
 };

@@ -13,6 +13,7 @@ import {
   orderSchema,
   ordersSchema,
   stripeReceiptSchema,
+  type Checkout,
   type Order,
 } from '../schemas/api.ts';
 
@@ -61,7 +62,9 @@ export const billingRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'paymen
         },
         baseUrl,
       );
-      return reply.status(201).send({ ...presentOrder(order), checkout_url: order.checkoutUrl });
+      return reply
+        .status(201)
+        .send({ ...presentOrder(order), checkout_url: order.checkoutUrl } satisfies Checkout);
     },
   );
 

@@ -7,7 +7,7 @@ import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { iso, presentKey, usd } from '../present.ts';
 import { userOf } from './principal.ts';
-import { issuedKeySchema, keySchema, listedKeysSchema } from '../schemas/api.ts';
+import { issuedKeySchema, keySchema, listedKeysSchema, type ListedKeys } from '../schemas/api.ts';
 import { usdToMicros } from '../../shared/money.ts';
 
 /** Per-key controls as a client sends them (create and change). */
@@ -114,7 +114,7 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
       remaining_usd: status ? usd(status.remainingMicros ?? 0) : null,
       resets_at: status ? iso(status.resetsAt) : null,
     }));
-    return { object: 'list', data };
+    return { object: 'list', data } satisfies ListedKeys;
   });
 
   app.post<{ Body: KeyBody | undefined }>(

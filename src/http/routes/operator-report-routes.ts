@@ -12,6 +12,7 @@ import {
   queuedEventSchema,
   webhookHealthSchema,
   type DailyStats,
+  type Deployments,
   type WebhookHealth,
 } from '../schemas/api.ts';
 
@@ -75,20 +76,24 @@ export const operatorReportRoutes: FastifyPluginAsync<Pick<Services, 'operators'
   );
 
   // From the router's in-process measurements only: drawing this page calls no upstream.
-  app.get('/deployments', { config, schema: { response: { 200: deploymentsSchema } } }, async () => ({
-    object: 'list',
-    data: reports.deployments().map((stat) => ({
-      model: stat.model,
-      deployment: stat.deployment,
-      provider: stat.provider,
-      upstream_model: stat.upstreamModel,
-      circuit: stat.circuit,
-      requests_5m: stat.requests,
-      error_rate_5m: stat.errorRate,
-      latency_p50_ms: stat.latencyP50Ms,
-      ttft_p50_ms: stat.ttftP50Ms,
-    })),
-  }));
+  app.get(
+    '/deployments',
+    { config, schema: { response: { 200: deploymentsSchema } } },
+    async (): Promise<Deployments> => ({
+      object: 'list',
+      data: reports.deployments().map((stat) => ({
+        model: stat.model,
+        deployment: stat.deployment,
+        provider: stat.provider,
+        upstream_model: stat.upstreamModel,
+        circuit: stat.circuit,
+        requests_5m: stat.requests,
+        error_rate_5m: stat.errorRate,
+        latency_p50_ms: stat.latencyP50Ms,
+        ttft_p50_ms: stat.ttftP50Ms,
+      })),
+    }),
+  );
 
   app.get(
     '/webhooks',

@@ -15,6 +15,7 @@ import {
   keySchema,
   keysSchema,
   type AccountDetail,
+  type AuditPage,
 } from '../schemas/api.ts';
 
 const config = { auth: 'admin' } as const;
@@ -167,7 +168,7 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
         total: found.total,
         limit,
         offset,
-      };
+      } satisfies AuditPage;
     },
   );
 };

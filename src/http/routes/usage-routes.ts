@@ -9,6 +9,8 @@ import {
   segmentedStatsSchema,
   usageSchema,
   type DailyByModel,
+  type RecentRequests,
+  type Usage,
   type SegmentedStats,
 } from '../schemas/api.ts';
 
@@ -59,7 +61,7 @@ export const usageRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (a
         group_by: groupBy,
         data: rows.map((row) => ({ [GROUP_FIELD[groupBy]]: row.group, ...present(row) })),
         total: present(total),
-      };
+      } satisfies Usage;
     },
   );
 
@@ -100,7 +102,7 @@ export const usageRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (a
           latency_ms: row.latencyMs,
           created_at: iso(row.createdAt),
         })),
-      };
+      } satisfies RecentRequests;
     },
   );
 

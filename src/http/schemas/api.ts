@@ -347,6 +347,7 @@ export const recentRequestSchema = {
 } as const;
 export type RecentRequest = FromSchema<typeof recentRequestSchema>;
 export const recentRequestsSchema = list(recentRequestSchema);
+export type RecentRequests = FromSchema<typeof recentRequestsSchema>;
 
 /** `GET /api/usage/daily-by-model`: the last 30 UTC days, for the overview's chart. */
 export const dailyByModelSchema = {
@@ -642,6 +643,7 @@ export const adminAccountSchema = {
 export type AdminAccount = FromSchema<typeof adminAccountSchema>;
 export const adminAccountsSchema = list(adminAccountSchema);
 export const adminAccountPageSchema = page(adminAccountSchema);
+export type AdminAccountPage = FromSchema<typeof adminAccountPageSchema>;
 
 export const grantSchema = {
   type: 'object',
@@ -658,9 +660,11 @@ export const grantedSchema = {
   additionalProperties: false,
   properties: { id: string, account_id: string, kind: string, amount_usd: usd, expires_at: nullableInstant },
 } as const;
+export type Granted = FromSchema<typeof grantedSchema>;
 
 export const keysSchema = list(keySchema);
 export const listedKeysSchema = list(listedKeySchema);
+export type ListedKeys = FromSchema<typeof listedKeysSchema>;
 
 /** `GET /api/admin/accounts/:id/detail`: an account's whole page. */
 export const accountDetailSchema = {
@@ -709,6 +713,7 @@ export const auditEntrySchema = {
 } as const;
 export type AuditEntry = FromSchema<typeof auditEntrySchema>;
 export const auditPageSchema = page(auditEntrySchema);
+export type AuditPage = FromSchema<typeof auditPageSchema>;
 
 /** `GET /api/admin/stats/daily`. */
 export const dailyStatsSchema = {
@@ -783,6 +788,7 @@ export const deploymentHealthSchema = {
 } as const;
 export type DeploymentHealth = FromSchema<typeof deploymentHealthSchema>;
 export const deploymentsSchema = list(deploymentHealthSchema);
+export type Deployments = FromSchema<typeof deploymentsSchema>;
 
 export const webhookHealthSchema = {
   type: 'object',

@@ -45,15 +45,19 @@ export async function api<T>(path: string, options: { method?: string; body?: un
 // The answers' shapes come from the server's own response schemas (src/http/schemas/api.ts), the ones it
 // serializes with: a field renamed or dropped there fails this app's typecheck.
 export type {
+  Accepted,
   Account,
   AccountDetails,
   ApiKey,
+  Checkout,
+  DailyByModel,
   Delivery,
   IssuedKey,
   Model,
   Order,
   Plan,
   RecentRequest,
+  RecentRequests,
   Session,
   Usage,
   UsageRow,

@@ -589,6 +589,7 @@ export const acceptedSchema = {
   additionalProperties: false,
   properties: { status: string, message: string },
 } as const;
+export type Accepted = FromSchema<typeof acceptedSchema>;
 
 export const registeredSchema = {
   type: 'object',

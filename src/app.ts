@@ -9,6 +9,7 @@ import { installBodyLimits, OTHER } from './http/body-limits.ts';
 import { createChatEndpoint, FRONT_DOOR_PATHS } from './http/chat-endpoint.ts';
 import { trustFunction } from './http/client-address.ts';
 import { answerDraining, installErrorHandling, RouteTable } from './http/error-handler.ts';
+import { OpenApiDocument, openApiRoutes } from './http/openapi.ts';
 import { installOperatorAudit } from './http/operator-audit.ts';
 import { installTextCheck } from './http/refuse-invalid-text.ts';
 import { accountRoutes } from './http/routes/account-routes.ts';
@@ -27,6 +28,7 @@ import { statsRoutes, usageRoutes } from './http/routes/usage-routes.ts';
 import { webhookRoutes } from './http/routes/webhook-routes.ts';
 import { cookieSecure } from './http/session-cookie.ts';
 import { webApp } from './http/web-app.ts';
+import { VERSION } from './observability/health.ts';
 import type { Services } from './services.ts';
 
 /** Request ids: a random per-process prefix and a counter, unique across instances and restarts. */
@@ -99,7 +101,13 @@ export function createApp(services: Services): FastifyInstance {
     if (route.config?.auth === 'admin')
       for (const method of [route.method].flat()) operatorRouteList.push({ method, url: route.url });
   });
-  for (const path of FRONT_DOOR_PATHS) routes.add(path, 'POST');
+  // The OpenAPI document of every route, from the routes' own schemas (`GET /openapi.json`).
+  const document = new OpenApiDocument(VERSION);
+  app.addHook('onRoute', document.onRoute);
+  for (const path of FRONT_DOOR_PATHS) {
+    routes.add(path, 'POST');
+    document.addDoor(path);
+  }
   app.addHook('preClose', async () => {
     closing = true;
     for (const socket of silent) socket.destroy();
@@ -148,5 +156,7 @@ export function createApp(services: Services): FastifyInstance {
   void app.register(operatorReportRoutes, { prefix: '/api/admin', operators });
   void app.register(announcementRoutes, { prefix: '/api/admin/announcements', config, operators });
   void app.register(webApp, { secure: cookieSecure(config) });
+  void app.register(openApiRoutes, { document });
+  app.addHook('onReady', async () => void document.text());
   return app;
 }

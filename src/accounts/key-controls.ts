@@ -114,7 +114,7 @@ export function limitRefusalMessage(
 /** A key's controls as the API shows them (USD, ISO times). */
 export function presentKeyControls(controls: KeyControls | undefined): {
   limit_usd: number | null;
-  limit_period: string | null;
+  limit_period: LimitPeriod | null;
   expires_at: string | null;
   allowed_models: string[] | null;
 } {

@@ -17,6 +17,12 @@ declare module 'fastify' {
     /** Every route declared `auth: 'admin'` (the operator routes), by method and path. */
     operatorRoutes: readonly { method: string; url: string }[];
   }
+  interface FastifySchema {
+    /** The media types of an answer that is not JSON (a page, a feed, an export); /openapi.json lists them. */
+    produces?: readonly string[];
+    /** One line for /openapi.json. */
+    summary?: string;
+  }
   interface FastifyContextConfig {
     auth?: RouteAuth;
     /**

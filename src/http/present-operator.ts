@@ -3,9 +3,15 @@ import type { Announcement } from '../store/announcements-repo.ts';
 import type { AuditEntry } from '../store/audit-repo.ts';
 import type { AccountRecord } from '../store/records.ts';
 import { iso, presentAccount, usd } from './present.ts';
+import type {
+  AdminAccount,
+  Announcement as AnnouncementView,
+  AuditEntry as AuditView,
+  StatusDocument as StatusView,
+} from './schemas/api.ts';
 
 /** An account as operators see it; `balanceMicros` (credit minus debt) where the route read it. */
-export function presentAdminAccount(account: AccountRecord, balanceMicros?: number): Record<string, unknown> {
+export function presentAdminAccount(account: AccountRecord, balanceMicros?: number): AdminAccount {
   return {
     ...presentAccount(account),
     ...(balanceMicros === undefined ? {} : { balance_usd: usd(balanceMicros) }),
@@ -17,7 +23,7 @@ export function presentAdminAccount(account: AccountRecord, balanceMicros?: numb
   };
 }
 
-export function presentAnnouncement(a: Announcement): Record<string, unknown> {
+export function presentAnnouncement(a: Announcement): AnnouncementView {
   return {
     id: a.id,
     title: a.title,
@@ -34,7 +40,7 @@ export function presentAnnouncement(a: Announcement): Record<string, unknown> {
   };
 }
 
-export function presentAuditEntry(entry: AuditEntry): Record<string, unknown> {
+export function presentAuditEntry(entry: AuditEntry): AuditView {
   return {
     id: entry.id,
     at: iso(entry.at),
@@ -47,7 +53,7 @@ export function presentAuditEntry(entry: AuditEntry): Record<string, unknown> {
 }
 
 /** `/status.json`: the snapshot in the contract's shape (docs/operations.md). */
-export function presentStatus(status: StatusDocument): Record<string, unknown> {
+export function presentStatus(status: StatusDocument): StatusView {
   return {
     updated_at: iso(status.updatedAt),
     models: status.models.map((model) => ({

@@ -1,14 +1,19 @@
 import { presentKeyControls } from '../accounts/key-controls.ts';
 import type { PlanConfig, ModelConfig } from '../config/config.ts';
-import type { Balance } from '../store/ledger-repo.ts';
+import type { Balance as LedgerBalance } from '../store/ledger-repo.ts';
 import type { AccountRecord, ApiKeyRecord, CreditGrant, WebhookDelivery } from '../store/records.ts';
 import { microsToUsd } from '../shared/money.ts';
+import type { Account, Balance, Delivery, KeyView, Model, Plan } from './schemas/api.ts';
 
 /** Integer micro-USD as a USD number for JSON (display only; the ledger never holds floats). */
 export const usd = microsToUsd;
-export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+export function iso(ms: number): string;
+export function iso(ms: number | null): string | null;
+export function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
 
-export function presentKey(key: ApiKeyRecord): Record<string, unknown> {
+export function presentKey(key: ApiKeyRecord): KeyView {
   return {
     id: key.id,
     name: key.name,
@@ -21,7 +26,7 @@ export function presentKey(key: ApiKeyRecord): Record<string, unknown> {
   };
 }
 
-export function presentAccount(account: AccountRecord): Record<string, unknown> {
+export function presentAccount(account: AccountRecord): Account {
   return {
     id: account.id,
     email: account.email,
@@ -33,7 +38,7 @@ export function presentAccount(account: AccountRecord): Record<string, unknown> 
   };
 }
 
-export function presentBalance(balance: Balance, grants: readonly CreditGrant[]): Record<string, unknown> {
+export function presentBalance(balance: LedgerBalance, grants: readonly CreditGrant[]): Balance {
   return {
     balance_usd: usd(balance.creditMicros - balance.debtMicros),
     held_usd: usd(balance.heldMicros),
@@ -50,7 +55,7 @@ export function presentBalance(balance: Balance, grants: readonly CreditGrant[])
   };
 }
 
-export function presentPlan(plan: PlanConfig): Record<string, unknown> {
+export function presentPlan(plan: PlanConfig): Plan {
   return {
     id: plan.id,
     name: plan.name,
@@ -63,7 +68,7 @@ export function presentPlan(plan: PlanConfig): Record<string, unknown> {
   };
 }
 
-export function presentModel(model: ModelConfig, created: number): Record<string, unknown> {
+export function presentModel(model: ModelConfig, created: number): Model {
   return {
     id: model.id,
     object: 'model',
@@ -80,7 +85,7 @@ export function presentModel(model: ModelConfig, created: number): Record<string
 }
 
 /** One webhook delivery attempt, as the account's and the operators' pages list it. */
-export function presentDelivery(d: WebhookDelivery): Record<string, unknown> {
+export function presentDelivery(d: WebhookDelivery): Delivery {
   return {
     id: d.id,
     event_id: d.eventId,

@@ -3,34 +3,10 @@ import { fileURLToPath } from 'node:url';
 import fastifyHelmet from '@fastify/helmet';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
+import { DASHBOARD_PATHS } from './dashboard-pages.ts';
 
 /** Where `npm install` builds the dashboard (web/, see web/vite.config.ts). */
 export const WEB_DIST = fileURLToPath(new URL('../../web/dist/', import.meta.url));
-
-/** The dashboard's pages: each answers with the single-page app, which routes in the browser. */
-export const DASHBOARD_PAGES = [
-  '/',
-  '/keys',
-  '/usage',
-  '/billing',
-  '/webhooks',
-  '/playground',
-  '/settings',
-  '/login',
-  '/register',
-  '/forgot-password',
-  '/reset-password',
-  '/verify-email',
-  // The operator console (the app shows it to operators only; its API answers 403 to everyone else).
-  '/operator',
-  '/operator/accounts',
-  '/operator/accounts/:id',
-  '/operator/statistics',
-  '/operator/deployments',
-  '/operator/webhooks',
-  '/operator/announcements',
-  '/operator/audit',
-] as const;
 
 /**
  * The account dashboard: hashed assets cached for a year, index.html revalidated on every load, and a strict
@@ -72,8 +48,9 @@ export const webApp: FastifyPluginAsync<{ secure: boolean; root?: string }> = as
       wildcard: true,
     });
   }
-  for (const page of DASHBOARD_PAGES) {
-    scope.get(page, async (_request, reply) => {
+  // Each page answers with the single-page app, which routes in the browser.
+  for (const page of DASHBOARD_PATHS) {
+    scope.get(page, { schema: { produces: ['text/html'] } }, async (_request, reply) => {
       if (!built) {
         return reply
           .status(503)

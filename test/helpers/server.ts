@@ -44,6 +44,8 @@ export interface TestServerOptions {
   yaml?: Record<string, unknown>;
   clock?: Clock;
   extra?: Partial<ServicesOptions>;
+  /** Called with the app before it loads its route plugins (e.g. to add an `onRoute` hook). */
+  beforeReady?: (app: FastifyInstance) => void;
 }
 
 let emailCounter = 0;
@@ -71,6 +73,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
   });
   await services.accounts.ensureAdminKey();
   const app = createApp(services);
+  options.beforeReady?.(app);
   await services.start();
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

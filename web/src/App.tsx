@@ -1,6 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { lazy, Suspense, useEffect } from 'react';
+import { lazy, type ReactElement, Suspense, useEffect } from 'react';
 import { Navigate, NavLink, Route, Routes, useLocation, useNavigate } from 'react-router';
+import {
+  ACCOUNT_PAGES,
+  type AccountPath,
+  SIGNED_OUT_PAGES,
+  type SignedOutPath,
+} from '../../src/http/dashboard-pages.ts';
 import { api, ApiError, type Session, setCsrfToken } from './api.ts';
 import { ForgotPassword, ResetPassword, SignIn, SignUp, VerifyEmail } from './pages/Auth.tsx';
 import { Billing } from './pages/Billing.tsx';
@@ -15,15 +21,31 @@ import { Webhooks } from './pages/Webhooks.tsx';
 // Only operators download the console: account holders never load this chunk.
 const OperatorConsole = lazy(() => import('./operator/OperatorConsole.tsx'));
 
-const PAGES = [
-  { path: '/', label: 'Overview' },
-  { path: '/keys', label: 'API keys' },
-  { path: '/usage', label: 'Usage' },
-  { path: '/billing', label: 'Billing' },
-  { path: '/webhooks', label: 'Webhooks' },
-  { path: '/playground', label: 'Playground' },
-  { path: '/settings', label: 'Settings' },
-] as const;
+// Each page of the one list (src/http/dashboard-pages.ts, which the server answers too) and what it shows.
+const ACCOUNT_ELEMENTS: Record<AccountPath, ReactElement> = {
+  '/': <Overview />,
+  '/keys': <Keys />,
+  '/usage': <UsagePage />,
+  '/billing': <Billing />,
+  '/webhooks': <Webhooks />,
+  '/playground': <Playground />,
+  '/settings': <Settings />,
+};
+const SIGNED_OUT_ELEMENTS: Record<SignedOutPath, ReactElement> = {
+  '/login': <SignIn />,
+  '/register': <SignUp />,
+  '/forgot-password': <ForgotPassword />,
+  '/reset-password': <ResetPassword />,
+  '/verify-email': <VerifyEmail />,
+};
+const pageRoutes = (pages: readonly { path: AccountPath | SignedOutPath }[]) =>
+  pages.map((page) => (
+    <Route
+      key={page.path}
+      path={page.path}
+      element={{ ...ACCOUNT_ELEMENTS, ...SIGNED_OUT_ELEMENTS }[page.path]}
+    />
+  ));
 
 /** The signed-in browser's session, or null when there is none. */
 export function useSession() {
@@ -48,7 +70,7 @@ export function App() {
   const location = useLocation();
   useEffect(() => {
     if (location.pathname.startsWith('/operator')) return; // the console titles its own pages
-    const page = PAGES.find((p) => p.path === location.pathname);
+    const page = ACCOUNT_PAGES.find((p) => p.path === location.pathname);
     document.title = page ? `${page.label} · Tollgate` : 'Tollgate dashboard';
   }, [location.pathname]);
 
@@ -56,20 +78,12 @@ export function App() {
   if (session.isError)
     return <p role="alert">The dashboard cannot reach the server: {String(session.error)}</p>;
 
-  const publicRoutes = (
-    <>
-      <Route path="/verify-email" element={<VerifyEmail />} />
-      <Route path="/reset-password" element={<ResetPassword />} />
-    </>
-  );
+  const fromMail = pageRoutes(SIGNED_OUT_PAGES.filter((page) => page.fromMail));
   if (!session.data) {
     return (
       <main className="auth">
         <Routes>
-          <Route path="/login" element={<SignIn />} />
-          <Route path="/register" element={<SignUp />} />
-          <Route path="/forgot-password" element={<ForgotPassword />} />
-          {publicRoutes}
+          {pageRoutes(SIGNED_OUT_PAGES)}
           <Route path="*" element={<Navigate to="/login" replace state={{ from: location.pathname }} />} />
         </Routes>
       </main>
@@ -81,13 +95,7 @@ export function App() {
       <Header email={session.data.account.email} operator={operator} />
       <main>
         <Routes>
-          <Route path="/" element={<Overview />} />
-          <Route path="/keys" element={<Keys />} />
-          <Route path="/usage" element={<UsagePage />} />
-          <Route path="/billing" element={<Billing />} />
-          <Route path="/webhooks" element={<Webhooks />} />
-          <Route path="/playground" element={<Playground />} />
-          <Route path="/settings" element={<Settings />} />
+          {pageRoutes(ACCOUNT_PAGES)}
           <Route
             path="/operator/*"
             element={
@@ -100,7 +108,7 @@ export function App() {
               )
             }
           />
-          {publicRoutes}
+          {fromMail}
           <Route path="*" element={<Navigate to="/" replace />} />
         </Routes>
       </main>
@@ -139,7 +147,7 @@ function Header({ email, operator }: { email: string; operator: boolean }) {
       <div className="brand">Tollgate</div>
       <nav aria-label="Dashboard">
         <ul>
-          {PAGES.map((page) => (
+          {ACCOUNT_PAGES.map((page) => (
             <li key={page.path}>
               <NavLink to={page.path} end>
                 {page.label}

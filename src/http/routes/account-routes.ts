@@ -1,24 +1,29 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { presentAccount, presentBalance } from '../present.ts';
+import { accountDetailsSchema, type AccountDetails } from '../schemas/api.ts';
 import { userOf } from './principal.ts';
 
 /** `/api/account`: the key's own account: identity, plan, limits, balance and today's tokens. */
 export const accountRoutes: FastifyPluginAsync<Pick<Services, 'accounts'>> = async (app, services) => {
-  app.get('', { config: { auth: 'user' } }, async (request) => {
-    const summary = await services.accounts.summary(userOf(request).account);
-    const { limits, standing } = summary;
-    return {
-      ...presentAccount(summary.account),
-      limits: {
-        requests_per_minute: limits.requestsPerMinute,
-        tokens_per_minute: limits.tokensPerMinute,
-        daily_tokens: limits.dailyTokens,
-      },
-      ...presentBalance(summary.balance, summary.grants),
-      daily_tokens_used: summary.dailyTokensUsed,
-      billing_status: standing.ok ? 'ok' : standing.reason,
-      billing_message: standing.ok ? null : standing.message,
-    };
-  });
+  app.get(
+    '',
+    { config: { auth: 'user' }, schema: { response: { 200: accountDetailsSchema } } },
+    async (request): Promise<AccountDetails> => {
+      const summary = await services.accounts.summary(userOf(request).account);
+      const { limits, standing } = summary;
+      return {
+        ...presentAccount(summary.account),
+        limits: {
+          requests_per_minute: limits.requestsPerMinute,
+          tokens_per_minute: limits.tokensPerMinute,
+          daily_tokens: limits.dailyTokens,
+        },
+        ...presentBalance(summary.balance, summary.grants),
+        daily_tokens_used: summary.dailyTokensUsed,
+        billing_status: standing.ok ? 'ok' : standing.reason,
+        billing_message: standing.ok ? null : standing.message,
+      };
+    },
+  );
 };

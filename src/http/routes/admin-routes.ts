@@ -6,9 +6,17 @@ import { usdToMicros } from '../../shared/money.ts';
 import { parseAccountQuery } from '../parse-account-query.ts';
 import { presentAdminAccount } from '../present-operator.ts';
 import { PAGE_QUERY, suspensionReason } from './operator-routes.ts';
+import {
+  adminAccountPageSchema,
+  adminAccountSchema,
+  grantedSchema,
+  type AdminAccountPage,
+  type Granted,
+} from '../schemas/api.ts';
 
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
 const nullableLimit = { type: ['integer', 'null'], minimum: 0 } as const;
+const accountAnswer = { 200: adminAccountSchema } as const;
 
 /** `/api/admin/accounts`: the operator's controls over accounts; every route needs the admin key or an operator. */
 export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' | 'operators'>> = async (
@@ -35,6 +43,7 @@ export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config
             ...PAGE_QUERY,
           },
         },
+        response: { 200: adminAccountPageSchema },
       },
     },
     async (request) => {
@@ -46,17 +55,19 @@ export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config
         total: page.total,
         limit: query.limit,
         offset: query.offset,
-      };
+      } satisfies AdminAccountPage;
     },
   );
 
-  app.get<{ Params: { id: string } }>('/:id', { config, schema: { params: idParams } }, async (request) =>
-    presentAdminAccount(await accounts.account(request.params.id)),
+  app.get<{ Params: { id: string } }>(
+    '/:id',
+    { config, schema: { params: idParams, response: accountAnswer } },
+    async (request) => presentAdminAccount(await accounts.account(request.params.id)),
   );
 
   app.post<{ Params: { id: string } }>(
     '/:id/suspend',
-    { config, schema: { params: idParams } },
+    { config, schema: { params: idParams, response: accountAnswer } },
     async (request) =>
       presentAdminAccount(
         await services.operators.accounts.suspend(request.params.id, suspensionReason(request.body)),
@@ -65,7 +76,7 @@ export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config
 
   app.post<{ Params: { id: string } }>(
     '/:id/unsuspend',
-    { config, schema: { params: idParams } },
+    { config, schema: { params: idParams, response: accountAnswer } },
     async (request) => presentAdminAccount(await services.operators.accounts.unsuspend(request.params.id)),
   );
 
@@ -81,6 +92,7 @@ export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config
           additionalProperties: false,
           properties: { plan: { type: 'string' } },
         },
+        response: accountAnswer,
       },
     },
     async (request) => presentAdminAccount(await accounts.setPlan(request.params.id, request.body.plan)),
@@ -110,6 +122,7 @@ export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config
             credit_limit_usd: { type: 'number', minimum: 0 },
           },
         },
+        response: accountAnswer,
       },
     },
     async (request) => {
@@ -141,6 +154,7 @@ export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config
             expires_at: { type: 'string', format: 'date-time' },
           },
         },
+        response: { 201: grantedSchema },
       },
     },
     async (request, reply) => {
@@ -156,7 +170,7 @@ export const adminRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config
         kind: grant.kind,
         amount_usd: usd(grant.amountMicros),
         expires_at: iso(grant.expiresAt),
-      });
+      } satisfies Granted);
     },
   );
 };

@@ -5,10 +5,12 @@ import { GatewayError } from '../../shared/gateway-error.ts';
 import { actorOf, noteAudit } from '../operator-audit.ts';
 import { presentAnnouncement } from '../present-operator.ts';
 import { linkOrigin } from '../link-origin.ts';
+import { announcementSchema, announcementsSchema } from '../schemas/api.ts';
 
 const config = { auth: 'admin' } as const;
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
 const dateTime = { type: 'string', maxLength: 40 } as const;
+const answer = { 200: announcementSchema } as const;
 
 const fields = {
   title: { type: 'string', minLength: 1, maxLength: 200 },
@@ -68,7 +70,7 @@ export const announcementRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'o
 ) => {
   const { announcements } = services.operators;
 
-  app.get('', { config }, async () => ({
+  app.get('', { config, schema: { response: { 200: announcementsSchema } } }, async () => ({
     object: 'list',
     data: (await announcements.list()).map(presentAnnouncement),
   }));
@@ -84,6 +86,7 @@ export const announcementRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'o
           additionalProperties: false,
           properties: fields,
         },
+        response: { 201: announcementSchema },
       },
     },
     async (request, reply) => {
@@ -101,7 +104,11 @@ export const announcementRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'o
     '/:id',
     {
       config,
-      schema: { params: idParams, body: { type: 'object', additionalProperties: false, properties: fields } },
+      schema: {
+        params: idParams,
+        body: { type: 'object', additionalProperties: false, properties: fields },
+        response: answer,
+      },
     },
     async (request) =>
       presentAnnouncement(
@@ -111,7 +118,7 @@ export const announcementRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'o
 
   app.post<{ Params: { id: string } }>(
     '/:id/end',
-    { config, schema: { params: idParams } },
+    { config, schema: { params: idParams, response: answer } },
     async (request) => presentAnnouncement(await announcements.end(request.params.id)),
   );
 };

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { presentAccount } from '../present.ts';
+import { registeredSchema, verifiedSchema } from '../schemas/api.ts';
 
 const registerSchema = {
   body: {
@@ -12,6 +13,7 @@ const registerSchema = {
       password: { type: 'string', minLength: 8, maxLength: 1024 },
     },
   },
+  response: { 201: registeredSchema },
 } as const;
 
 const verifySchema = {
@@ -21,6 +23,7 @@ const verifySchema = {
     additionalProperties: false,
     properties: { token: { type: 'string', minLength: 1, maxLength: 512 } },
   },
+  response: { 200: verifiedSchema },
 } as const;
 
 /** `/api/auth`: registration and e-mail verification, open to anyone (throttled per address). */

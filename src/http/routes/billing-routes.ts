@@ -8,8 +8,16 @@ import { checkoutPage, checkoutPageHeaders } from '../checkout-page.ts';
 import { iso, usd } from '../present.ts';
 import { listenOrigin } from '../link-origin.ts';
 import { userOf } from './principal.ts';
+import {
+  checkoutSchema,
+  orderSchema,
+  ordersSchema,
+  stripeReceiptSchema,
+  type Checkout,
+  type Order,
+} from '../schemas/api.ts';
 
-export function presentOrder(order: OrderRecord): Record<string, unknown> {
+export function presentOrder(order: OrderRecord): Order {
   return {
     order_id: order.id,
     kind: order.kind,
@@ -41,6 +49,7 @@ export const billingRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'paymen
           additionalProperties: false,
           properties: { plan: { type: 'string', maxLength: 40 }, topup_usd: { type: 'number' } },
         },
+        response: { 201: checkoutSchema },
       },
     },
     async (request, reply) => {
@@ -53,26 +62,36 @@ export const billingRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'paymen
         },
         baseUrl,
       );
-      return reply.status(201).send({ ...presentOrder(order), checkout_url: order.checkoutUrl });
+      return reply
+        .status(201)
+        .send({ ...presentOrder(order), checkout_url: order.checkoutUrl } satisfies Checkout);
     },
   );
 
-  app.get('/orders', { config: { auth: 'user' } }, async (request) => {
-    const orders = await services.payments.orders(userOf(request).account.id);
-    return { object: 'list', data: orders.map(presentOrder) };
-  });
+  app.get(
+    '/orders',
+    { config: { auth: 'user' }, schema: { response: { 200: ordersSchema } } },
+    async (request) => {
+      const orders = await services.payments.orders(userOf(request).account.id);
+      return { object: 'list', data: orders.map(presentOrder) };
+    },
+  );
 };
 
 /** `/checkout`: the test provider's "card form"; anyone holding the (unguessable) checkout URL may complete it. */
 export const checkoutPageRoutes: FastifyPluginAsync<Pick<Services, 'payments'>> = async (app, services) => {
-  app.get<{ Params: { id: string } }>('/:id', { schema: { params: orderParams } }, async (request, reply) => {
-    const order = await services.payments.testCheckout(request.params.id);
-    const nonce = randomBytes(16).toString('base64');
-    return reply
-      .headers(checkoutPageHeaders(nonce))
-      .type('text/html; charset=utf-8')
-      .send(checkoutPage(order, nonce));
-  });
+  app.get<{ Params: { id: string } }>(
+    '/:id',
+    { schema: { params: orderParams, produces: ['text/html'] } },
+    async (request, reply) => {
+      const order = await services.payments.testCheckout(request.params.id);
+      const nonce = randomBytes(16).toString('base64');
+      return reply
+        .headers(checkoutPageHeaders(nonce))
+        .type('text/html; charset=utf-8')
+        .send(checkoutPage(order, nonce));
+    },
+  );
 
   app.post<{ Params: { id: string }; Body: { outcome: 'success' | 'failed'; reason?: FailureReason } }>(
     '/:id',
@@ -88,6 +107,7 @@ export const checkoutPageRoutes: FastifyPluginAsync<Pick<Services, 'payments'>> 
             reason: { type: 'string', enum: [...FAILURE_REASONS] },
           },
         },
+        response: { 200: orderSchema },
       },
     },
     async (request) => {
@@ -111,7 +131,7 @@ export const stripeWebhookRoutes: FastifyPluginAsync<Pick<Services, 'config' | '
 ) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
-  app.post('/webhook', async (request) => {
+  app.post('/webhook', { schema: { response: { 200: stripeReceiptSchema } } }, async (request) => {
     const stripe = services.config.stripe;
     if (!stripe) throw new GatewayError('not_found', 'Stripe is not configured');
     const signature = request.headers['stripe-signature'];

@@ -7,6 +7,7 @@ import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { iso, presentKey, usd } from '../present.ts';
 import { userOf } from './principal.ts';
+import { issuedKeySchema, keySchema, listedKeysSchema, type ListedKeys } from '../schemas/api.ts';
 import { usdToMicros } from '../../shared/money.ts';
 
 /** Per-key controls as a client sends them (create and change). */
@@ -23,9 +24,7 @@ const keyProperties = {
   ...controlProperties,
 } as const;
 
-const createSchema = {
-  body: { type: 'object', additionalProperties: false, properties: keyProperties },
-} as const;
+const keyBody = { type: 'object', additionalProperties: false, properties: keyProperties } as const;
 
 interface KeyBody {
   name?: string;
@@ -96,9 +95,7 @@ function controlsOf(change: KeyChange): KeyControls {
   };
 }
 
-const idParams = {
-  params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } },
-} as const;
+const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
 
 /** `/api/keys`: the account's API keys: list (never the secret), create and rotate (secret once), change, revoke. */
 export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' | 'clock'>> = async (
@@ -107,7 +104,7 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
 ) => {
   const config = { auth: 'user' } as const;
 
-  app.get('', { config }, async (request) => {
+  app.get('', { config, schema: { response: { 200: listedKeysSchema } } }, async (request) => {
     const overview = await services.accounts.keyOverview(userOf(request).account.id);
     // A limited key also shows its spend this period and what remains.
     const data = overview.map(({ key, lastUsedAt, status }) => ({
@@ -117,23 +114,27 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
       remaining_usd: status ? usd(status.remainingMicros ?? 0) : null,
       resets_at: status ? iso(status.resetsAt) : null,
     }));
-    return { object: 'list', data };
+    return { object: 'list', data } satisfies ListedKeys;
   });
 
-  app.post<{ Body: KeyBody | undefined }>('', { config, schema: createSchema }, async (request, reply) => {
-    const change = parseKeyChange(request.body ?? {}, services.config, services.clock());
-    const issued = await services.accounts.createKey(
-      userOf(request).account.id,
-      change.name ?? 'unnamed',
-      change.allowedIps ?? null,
-      controlsOf(change),
-    );
-    return reply.status(201).send(issued);
-  });
+  app.post<{ Body: KeyBody | undefined }>(
+    '',
+    { config, schema: { body: keyBody, response: { 201: issuedKeySchema } } },
+    async (request, reply) => {
+      const change = parseKeyChange(request.body ?? {}, services.config, services.clock());
+      const issued = await services.accounts.createKey(
+        userOf(request).account.id,
+        change.name ?? 'unnamed',
+        change.allowedIps ?? null,
+        controlsOf(change),
+      );
+      return reply.status(201).send(issued);
+    },
+  );
 
   app.patch<{ Params: { id: string }; Body: KeyBody | undefined }>(
     '/:id',
-    { config, schema: { ...idParams, ...createSchema } },
+    { config, schema: { params: idParams, body: keyBody, response: { 200: keySchema } } },
     async (request) => {
       const change = parseKeyChange(request.body ?? {}, services.config, services.clock());
       const key = await services.accounts.updateKey(userOf(request).account.id, request.params.id, change);
@@ -141,12 +142,20 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
     },
   );
 
-  app.delete<{ Params: { id: string } }>('/:id', { config, schema: idParams }, async (request) => {
-    const key = await services.accounts.revokeKey(userOf(request).account.id, request.params.id);
-    return presentKey(key);
-  });
+  app.delete<{ Params: { id: string } }>(
+    '/:id',
+    { config, schema: { params: idParams, response: { 200: keySchema } } },
+    async (request) => {
+      const key = await services.accounts.revokeKey(userOf(request).account.id, request.params.id);
+      return presentKey(key);
+    },
+  );
 
-  app.post<{ Params: { id: string } }>('/:id/rotate', { config, schema: idParams }, async (request) => {
-    return services.accounts.rotateKey(userOf(request).account.id, request.params.id);
-  });
+  app.post<{ Params: { id: string } }>(
+    '/:id/rotate',
+    { config, schema: { params: idParams, response: { 200: issuedKeySchema } } },
+    async (request) => {
+      return services.accounts.rotateKey(userOf(request).account.id, request.params.id);
+    },
+  );
 };

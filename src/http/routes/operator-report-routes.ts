@@ -6,6 +6,15 @@ import { DAY_MS } from '../../shared/time.ts';
 import type { ExportedUsage } from '../../operators/operator-reports.ts';
 import { noteAudit } from '../operator-audit.ts';
 import { iso, usd } from '../present.ts';
+import {
+  dailyStatsSchema,
+  deploymentsSchema,
+  queuedEventSchema,
+  webhookHealthSchema,
+  type DailyStats,
+  type Deployments,
+  type WebhookHealth,
+} from '../schemas/api.ts';
 
 const config = { auth: 'admin' } as const;
 const CSV_COLUMNS =
@@ -34,9 +43,10 @@ export const operatorReportRoutes: FastifyPluginAsync<Pick<Services, 'operators'
             },
           },
         },
+        response: { 200: dailyStatsSchema },
       },
     },
-    async (request) => {
+    async (request): Promise<DailyStats> => {
       const stats = await reports.daily(Math.min(366, Number(request.query.days ?? 30)));
       return {
         object: 'list',
@@ -66,46 +76,57 @@ export const operatorReportRoutes: FastifyPluginAsync<Pick<Services, 'operators'
   );
 
   // From the router's in-process measurements only: drawing this page calls no upstream.
-  app.get('/deployments', { config }, async () => ({
-    object: 'list',
-    data: reports.deployments().map((stat) => ({
-      model: stat.model,
-      deployment: stat.deployment,
-      provider: stat.provider,
-      upstream_model: stat.upstreamModel,
-      circuit: stat.circuit,
-      requests_5m: stat.requests,
-      error_rate_5m: stat.errorRate,
-      latency_p50_ms: stat.latencyP50Ms,
-      ttft_p50_ms: stat.ttftP50Ms,
-    })),
-  }));
-
-  app.get('/webhooks', { config }, async () => {
-    const { backlog, failing } = await reports.webhooks();
-    return {
-      backlog: {
-        pending: backlog.pending,
-        failing: backlog.failing,
-        oldest_pending_at: iso(backlog.oldestPendingAt),
-      },
-      failing_endpoints: failing.map((endpoint) => ({
-        account_id: endpoint.accountId,
-        email: endpoint.email,
-        url: endpoint.url,
-        consecutive_failures: endpoint.consecutiveFailures,
-        last_error: endpoint.lastError,
-        last_attempt_at: iso(endpoint.lastAttemptAt),
-        last_delivery_id: endpoint.lastDeliveryId,
+  app.get(
+    '/deployments',
+    { config, schema: { response: { 200: deploymentsSchema } } },
+    async (): Promise<Deployments> => ({
+      object: 'list',
+      data: reports.deployments().map((stat) => ({
+        model: stat.model,
+        deployment: stat.deployment,
+        provider: stat.provider,
+        upstream_model: stat.upstreamModel,
+        circuit: stat.circuit,
+        requests_5m: stat.requests,
+        error_rate_5m: stat.errorRate,
+        latency_p50_ms: stat.latencyP50Ms,
+        ttft_p50_ms: stat.ttftP50Ms,
       })),
-    };
-  });
+    }),
+  );
+
+  app.get(
+    '/webhooks',
+    { config, schema: { response: { 200: webhookHealthSchema } } },
+    async (): Promise<WebhookHealth> => {
+      const { backlog, failing } = await reports.webhooks();
+      return {
+        backlog: {
+          pending: backlog.pending,
+          failing: backlog.failing,
+          oldest_pending_at: iso(backlog.oldestPendingAt),
+        },
+        failing_endpoints: failing.map((endpoint) => ({
+          account_id: endpoint.accountId,
+          email: endpoint.email,
+          url: endpoint.url,
+          consecutive_failures: endpoint.consecutiveFailures,
+          last_error: endpoint.lastError,
+          last_attempt_at: iso(endpoint.lastAttemptAt),
+          last_delivery_id: endpoint.lastDeliveryId,
+        })),
+      };
+    },
+  );
 
   app.post<{ Params: { id: string } }>(
     '/webhooks/deliveries/:id/redeliver',
     {
       config,
-      schema: { params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } },
+      schema: {
+        params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } },
+        response: { 202: queuedEventSchema },
+      },
     },
     async (request, reply) => {
       const { accountId, eventId } = await reports.redeliver(request.params.id);
@@ -130,6 +151,7 @@ export const operatorReportRoutes: FastifyPluginAsync<Pick<Services, 'operators'
             account_id: { type: 'string', maxLength: 100 },
           },
         },
+        produces: ['text/csv', 'application/x-ndjson'],
       },
     },
     async (request, reply) => {

@@ -6,6 +6,17 @@ import { linkOrigin } from '../link-origin.ts';
 import { presentAdminAccount, presentAuditEntry } from '../present-operator.ts';
 import { iso, presentDelivery, presentKey, usd } from '../present.ts';
 import { presentOrder } from './billing-routes.ts';
+import {
+  accountDetailSchema,
+  adminAccountSchema,
+  adminAccountsSchema,
+  auditPageSchema,
+  flagsSchema,
+  keySchema,
+  keysSchema,
+  type AccountDetail,
+  type AuditPage,
+} from '../schemas/api.ts';
 
 const config = { auth: 'admin' } as const;
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } as const;
@@ -29,7 +40,7 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
 ) => {
   const { accounts } = services.operators;
 
-  app.get('/operators', { config }, async () => ({
+  app.get('/operators', { config, schema: { response: { 200: adminAccountsSchema } } }, async () => ({
     object: 'list',
     data: (await accounts.operators()).map((account) => presentAdminAccount(account)),
   }));
@@ -45,6 +56,7 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
           additionalProperties: false,
           properties: { email: { type: 'string', minLength: 3, maxLength: 254 } },
         },
+        response: { 200: adminAccountSchema },
       },
     },
     async (request) => {
@@ -56,15 +68,15 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
 
   app.delete<{ Params: { id: string } }>(
     '/operators/:id',
-    { config, schema: { params: idParams } },
+    { config, schema: { params: idParams, response: { 200: adminAccountSchema } } },
     async (request) =>
       presentAdminAccount(await accounts.revokeOperator(request.params.id, actorOf(request).actorAccountId)),
   );
 
   app.get<{ Params: { id: string } }>(
     '/accounts/:id/detail',
-    { config, schema: { params: idParams } },
-    async (request) => {
+    { config, schema: { params: idParams, response: { 200: accountDetailSchema } } },
+    async (request): Promise<AccountDetail> => {
       const detail = await accounts.detail(request.params.id);
       return {
         account: presentAdminAccount(detail.account, detail.balanceMicros),
@@ -97,7 +109,7 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
 
   app.post<{ Params: { id: string } }>(
     '/accounts/:id/resend-verification',
-    { config, schema: { params: idParams } },
+    { config, schema: { params: idParams, response: { 202: flagsSchema('sent') } } },
     async (request, reply) => {
       const baseUrl = linkOrigin(request.server, services.config);
       await accounts.resendVerification(request.params.id, baseUrl);
@@ -107,7 +119,7 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
 
   app.get<{ Params: { id: string } }>(
     '/accounts/:id/keys',
-    { config, schema: { params: idParams } },
+    { config, schema: { params: idParams, response: { 200: keysSchema } } },
     async (request) => ({
       object: 'list',
       data: (await accounts.keys(request.params.id)).map(presentKey),
@@ -123,6 +135,7 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
           type: 'object',
           properties: { id: { type: 'string', maxLength: 100 }, keyId: { type: 'string', maxLength: 100 } },
         },
+        response: { 200: keySchema },
       },
     },
     async (request) => presentKey(await services.accounts.revokeKey(request.params.id, request.params.keyId)),
@@ -138,6 +151,7 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
           additionalProperties: false,
           properties: { ...PAGE_QUERY, account_id: { type: 'string', maxLength: 100 } },
         },
+        response: { 200: auditPageSchema },
       },
     },
     async (request) => {
@@ -154,7 +168,7 @@ export const operatorRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'con
         total: found.total,
         limit,
         offset,
-      };
+      } satisfies AuditPage;
     },
   );
 };

@@ -6,6 +6,7 @@ import { StoreUnavailableError } from '../../store/db.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { bearerToken } from '../auth-hook.ts';
 import { presentModel, presentPlan } from '../present.ts';
+import { healthSchema, modelSchema, modelsSchema, plansSchema, readySchema } from '../schemas/api.ts';
 
 /**
  * Health, plans and models: no key needed (health's details need the admin key); metrics need a token.
@@ -23,19 +24,23 @@ export const publicRoutes: FastifyPluginAsync<
   // Load balancers need only the status; deployments, upstream models and error rates are the operator's. A
   // key that is given must be valid, as everywhere else; while the database cannot be reached only the admin
   // key can be told apart, and anything else gets the status (503, down) rather than an error.
-  app.get('/health', async (request, reply) => {
-    const principal = await principalOf(request).catch((error: unknown) => {
-      if (error instanceof StoreUnavailableError) return undefined;
-      throw error;
-    });
-    const report = await services.health();
-    const status = report.status === 'down' ? 503 : 200;
-    return reply.status(status).send(principal?.kind === 'admin' ? report : { status: report.status });
-  });
+  app.get(
+    '/health',
+    { schema: { response: { 200: healthSchema, 503: healthSchema } } },
+    async (request, reply) => {
+      const principal = await principalOf(request).catch((error: unknown) => {
+        if (error instanceof StoreUnavailableError) return undefined;
+        throw error;
+      });
+      const report = await services.health();
+      const status = report.status === 'down' ? 503 : 200;
+      return reply.status(status).send(principal?.kind === 'admin' ? report : { status: report.status });
+    },
+  );
 
   // Readiness, apart from liveness (`/health`): 503 naming the unmet conditions until this instance serves at
   // full speed. No key, no I/O: a probe every second costs nothing.
-  app.get('/health/ready', async () => {
+  app.get('/health/ready', { schema: { response: { 200: readySchema } } }, async () => {
     const unmet = services.readiness.unmet();
     if (unmet.length === 0) return { status: 'ready' };
     throw new GatewayError(
@@ -45,7 +50,7 @@ export const publicRoutes: FastifyPluginAsync<
     );
   });
 
-  app.get('/plans', async () => ({
+  app.get('/plans', { schema: { response: { 200: plansSchema } } }, async () => ({
     object: 'list',
     data: [...services.config.plans.values()].map(presentPlan),
   }));
@@ -55,21 +60,25 @@ export const publicRoutes: FastifyPluginAsync<
     object: 'list',
     data: [...services.config.models.values()].map((model) => presentModel(model, created)),
   };
-  app.get('/v1/models', async () => models);
+  app.get('/v1/models', { schema: { response: { 200: modelsSchema } } }, async () => models);
   const byId = new Map([...services.config.models.keys()].map((id, index) => [id, models.data[index]!]));
-  app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
-    const model = byId.get(request.params.id);
-    if (model) return model;
-    throw new GatewayError(
-      'model_not_found',
-      `the model ${JSON.stringify(request.params.id.slice(0, 100))} does not exist; GET /v1/models lists them`,
-      { param: 'model' },
-    );
-  });
+  app.get<{ Params: { id: string } }>(
+    '/v1/models/:id',
+    { schema: { response: { 200: modelSchema } } },
+    async (request) => {
+      const model = byId.get(request.params.id);
+      if (model) return model;
+      throw new GatewayError(
+        'model_not_found',
+        `the model ${JSON.stringify(request.params.id.slice(0, 100))} does not exist; GET /v1/models lists them`,
+        { param: 'model' },
+      );
+    },
+  );
 
   const metricsToken = services.config.security.metricsToken;
   const tokenHash = metricsToken === undefined ? undefined : sha256(metricsToken);
-  app.get('/metrics', async (request, reply) => {
+  app.get('/metrics', { schema: { produces: ['text/plain'] } }, async (request, reply) => {
     const presented = bearerToken(request.headers.authorization);
     const byToken =
       tokenHash !== undefined && presented !== undefined && timingSafeEqual(sha256(presented), tokenHash);

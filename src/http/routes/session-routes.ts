@@ -5,13 +5,19 @@ import { iso, presentAccount } from '../present.ts';
 import { clearSessionCookie, ownOrigin, sessionCookie, setSessionCookie } from '../session-cookie.ts';
 import { sessionOf, userOf } from './principal.ts';
 import { linkOrigin } from '../link-origin.ts';
+import {
+  acceptedSchema,
+  flagsSchema,
+  sessionSchema,
+  signedOutEverywhereSchema,
+  type Session,
+} from '../schemas/api.ts';
 
 const email = { type: 'string', minLength: 1, maxLength: 254 } as const;
 const password = { type: 'string', minLength: 8, maxLength: 1024 } as const;
 const body = (properties: Record<string, unknown>) =>
-  ({
-    body: { type: 'object', required: Object.keys(properties), additionalProperties: false, properties },
-  }) as const;
+  ({ type: 'object', required: Object.keys(properties), additionalProperties: false, properties }) as const;
+const signedOut = flagsSchema('signed_out');
 
 /**
  * The dashboard's sign-in: sessions carried by an HttpOnly cookie, sign-out (here or everywhere), password
@@ -44,7 +50,7 @@ export const sessionRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'sessio
   const presentSession = (signedIn: {
     session: { csrfToken: string; expiresAt: number };
     account: Parameters<typeof presentAccount>[0];
-  }) => ({
+  }): Session => ({
     account: presentAccount(signedIn.account),
     // The web app shows its operator section only when this is true (the routes check it again).
     operator: signedIn.account.role === 'operator',
@@ -54,7 +60,12 @@ export const sessionRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'sessio
 
   app.post<{ Body: { email: string; password: string } }>(
     '/login',
-    { schema: body({ email, password: { type: 'string', minLength: 1, maxLength: 1024 } }) },
+    {
+      schema: {
+        body: body({ email, password: { type: 'string', minLength: 1, maxLength: 1024 } }),
+        response: { 200: sessionSchema },
+      },
+    },
     async (request, reply) => {
       sameOrigin(request);
       const signedIn = await sessions.login(request.body.email, request.body.password, request.ip);
@@ -64,7 +75,7 @@ export const sessionRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'sessio
   );
 
   // The session this browser holds (and its CSRF token, which only this site's own scripts can read).
-  app.get('/session', async (request, reply) => {
+  app.get('/session', { schema: { response: { 200: sessionSchema } } }, async (request, reply) => {
     const secret = sessionCookie(request, config);
     const found = secret === undefined ? undefined : await sessions.authenticate(secret);
     if (!found) {
@@ -76,26 +87,37 @@ export const sessionRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'sessio
     return presentSession(found);
   });
 
-  app.post('/logout', { config: { auth: 'session' } }, async (request, reply) => {
-    await sessions.logout(sessionOf(request).session);
-    clearSessionCookie(reply, config);
-    return { signed_out: true };
-  });
+  app.post(
+    '/logout',
+    { config: { auth: 'session' }, schema: { response: { 200: signedOut } } },
+    async (request, reply) => {
+      await sessions.logout(sessionOf(request).session);
+      clearSessionCookie(reply, config);
+      return { signed_out: true };
+    },
+  );
 
-  app.post('/logout-everywhere', { config: { auth: 'session' } }, async (request, reply) => {
-    const ended = await sessions.logoutEverywhere(sessionOf(request).account.id);
-    clearSessionCookie(reply, config);
-    return { signed_out: true, sessions_ended: ended };
-  });
+  app.post(
+    '/logout-everywhere',
+    { config: { auth: 'session' }, schema: { response: { 200: signedOutEverywhereSchema } } },
+    async (request, reply) => {
+      const ended = await sessions.logoutEverywhere(sessionOf(request).account.id);
+      clearSessionCookie(reply, config);
+      return { signed_out: true, sessions_ended: ended };
+    },
+  );
 
   app.post<{ Body: { current_password: string; new_password: string } }>(
     '/password',
     {
       config: { auth: 'session' },
-      schema: body({
-        current_password: { type: 'string', minLength: 1, maxLength: 1024 },
-        new_password: password,
-      }),
+      schema: {
+        body: body({
+          current_password: { type: 'string', minLength: 1, maxLength: 1024 },
+          new_password: password,
+        }),
+        response: { 200: flagsSchema('changed', 'other_sessions_ended') },
+      },
     },
     async (request) => {
       await sessions.changePassword(
@@ -109,7 +131,7 @@ export const sessionRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'sessio
 
   app.post<{ Body: { email: string } }>(
     '/password-reset',
-    { schema: body({ email }) },
+    { schema: { body: body({ email }), response: { 202: acceptedSchema } } },
     async (request, reply) => {
       await sessions.requestPasswordReset(request.body.email, request.ip, baseUrl(request));
       return reply.status(202).send({
@@ -121,7 +143,12 @@ export const sessionRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'sessio
 
   app.post<{ Body: { token: string; password: string } }>(
     '/password-reset/confirm',
-    { schema: body({ token: { type: 'string', minLength: 1, maxLength: 512 }, password }) },
+    {
+      schema: {
+        body: body({ token: { type: 'string', minLength: 1, maxLength: 512 }, password }),
+        response: { 200: flagsSchema('reset') },
+      },
+    },
     async (request, reply) => {
       await services.signups.check(request.ip);
       await sessions.confirmPasswordReset(request.body.token, request.body.password);
@@ -130,8 +157,12 @@ export const sessionRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'sessio
     },
   );
 
-  app.post('/resend-verification', { config: { auth: 'user' } }, async (request, reply) => {
-    await sessions.resendVerification(userOf(request).account, request.ip, baseUrl(request));
-    return reply.status(202).send({ status: 'sent' });
-  });
+  app.post(
+    '/resend-verification',
+    { config: { auth: 'user' }, schema: { response: { 202: acceptedSchema } } },
+    async (request, reply) => {
+      await sessions.resendVerification(userOf(request).account, request.ip, baseUrl(request));
+      return reply.status(202).send({ status: 'sent' });
+    },
+  );
 };

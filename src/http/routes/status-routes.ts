@@ -4,6 +4,7 @@ import { presentStatus } from '../present-operator.ts';
 import { renderAtomFeed } from '../status-feed.ts';
 import { linkOrigin } from '../link-origin.ts';
 import { renderStatusPage, STATUS_PAGE_HEADERS } from '../status-page.ts';
+import { statusSchema } from '../schemas/api.ts';
 
 /**
  * The public status page, its JSON and its Atom feed: no sign-in, served from the in-memory snapshot
@@ -18,18 +19,18 @@ export const statusRoutes: FastifyPluginAsync<Pick<Services, 'config' | 'operato
   // The feed's ids and links need an absolute address, which never comes from the request.
   const baseUrl = (request: FastifyRequest): string => linkOrigin(request.server, services.config);
 
-  app.get('/status', async (_request, reply) =>
+  app.get('/status', { schema: { produces: ['text/html'] } }, async (_request, reply) =>
     reply
       .headers(STATUS_PAGE_HEADERS)
       .type('text/html; charset=utf-8')
       .send(renderStatusPage(await status.get())),
   );
 
-  app.get('/status.json', async (_request, reply) =>
+  app.get('/status.json', { schema: { response: { 200: statusSchema } } }, async (_request, reply) =>
     reply.header('cache-control', 'public, max-age=5').send(presentStatus(await status.get())),
   );
 
-  app.get('/status/feed.atom', async (request, reply) => {
+  app.get('/status/feed.atom', { schema: { produces: ['application/atom+xml'] } }, async (request, reply) => {
     const snapshot = await status.get();
     return reply
       .header('cache-control', 'public, max-age=5')

@@ -3,6 +3,16 @@ import type { Services } from '../../services.ts';
 import type { UsageGroup } from '../../store/usage-repo.ts';
 import { iso, usd } from '../present.ts';
 import { userOf } from './principal.ts';
+import {
+  dailyByModelSchema,
+  recentRequestsSchema,
+  segmentedStatsSchema,
+  usageSchema,
+  type DailyByModel,
+  type RecentRequests,
+  type Usage,
+  type SegmentedStats,
+} from '../schemas/api.ts';
 
 const DAY = '^\\d{4}-\\d{2}-\\d{2}$';
 const GROUP_FIELD: Record<UsageGroup, string> = { day: 'day', model: 'model', key: 'key_id' };
@@ -23,6 +33,7 @@ export const usageRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (a
             group_by: { type: 'string', enum: ['day', 'model', 'key'] },
           },
         },
+        response: { 200: usageSchema },
       },
     },
     async (request) => {
@@ -50,7 +61,7 @@ export const usageRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (a
         group_by: groupBy,
         data: rows.map((row) => ({ [GROUP_FIELD[groupBy]]: row.group, ...present(row) })),
         total: present(total),
-      };
+      } satisfies Usage;
     },
   );
 
@@ -71,6 +82,7 @@ export const usageRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (a
             },
           },
         },
+        response: { 200: recentRequestsSchema },
       },
     },
     async (request) => {
@@ -90,40 +102,48 @@ export const usageRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (a
           latency_ms: row.latencyMs,
           created_at: iso(row.createdAt),
         })),
-      };
+      } satisfies RecentRequests;
     },
   );
 
   // The last 30 UTC days by day and model, for the overview's chart.
-  app.get('/daily-by-model', { config: { auth: 'user' } }, async (request) => {
-    const { from, to, rows } = await services.usage.dailyByModel(userOf(request).account.id);
-    return {
-      object: 'list',
-      from,
-      to,
-      data: rows.map((row) => ({
-        day: row.day,
-        model: row.model,
-        requests: row.requests,
-        total_tokens: row.tokens,
-        cost_usd: usd(row.costMicros),
-      })),
-    };
-  });
+  app.get(
+    '/daily-by-model',
+    { config: { auth: 'user' }, schema: { response: { 200: dailyByModelSchema } } },
+    async (request): Promise<DailyByModel> => {
+      const { from, to, rows } = await services.usage.dailyByModel(userOf(request).account.id);
+      return {
+        object: 'list',
+        from,
+        to,
+        data: rows.map((row) => ({
+          day: row.day,
+          model: row.model,
+          requests: row.requests,
+          total_tokens: row.tokens,
+          cost_usd: usd(row.costMicros),
+        })),
+      };
+    },
+  );
 };
 
 /** `/api/stats`: the spec's statistics endpoint (`GET /api/stats/segmented`), for the admin key or an operator. */
 export const statsRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (app, services) => {
-  app.get('/segmented', { config: { auth: 'admin' } }, async () => {
-    const stats = await services.usage.segmentedStats();
-    return {
-      total_users: stats.totalUsers,
-      verified_users: stats.verifiedUsers,
-      active_users_7d: stats.activeUsers7d,
-      active_users_30d: stats.activeUsers30d,
-      paid_users: stats.paidUsers,
-      today_tokens: stats.todayTokens,
-      today_cost: usd(stats.todayCostMicros),
-    };
-  });
+  app.get(
+    '/segmented',
+    { config: { auth: 'admin' }, schema: { response: { 200: segmentedStatsSchema } } },
+    async (): Promise<SegmentedStats> => {
+      const stats = await services.usage.segmentedStats();
+      return {
+        total_users: stats.totalUsers,
+        verified_users: stats.verifiedUsers,
+        active_users_7d: stats.activeUsers7d,
+        active_users_30d: stats.activeUsers30d,
+        paid_users: stats.paidUsers,
+        today_tokens: stats.todayTokens,
+        today_cost: usd(stats.todayCostMicros),
+      };
+    },
+  );
 };

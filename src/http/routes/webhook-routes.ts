@@ -2,11 +2,20 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../../services.ts';
 import { iso, presentDelivery } from '../present.ts';
 import { userOf } from './principal.ts';
+import {
+  deliveriesSchema,
+  flagsSchema,
+  queuedEventSchema,
+  webhookEndpointSchema,
+  webhookEventsSchema,
+  type WebhookEvent,
+} from '../schemas/api.ts';
 
 /** `/api/webhooks`: the account's webhook endpoint, its signing secret, test events, the event and delivery logs. */
 export const webhookRoutes: FastifyPluginAsync<Pick<Services, 'webhooks'>> = async (app, services) => {
   const config = { auth: 'user' } as const;
   const { webhooks } = services;
+  const endpointAnswer = { 200: webhookEndpointSchema } as const;
 
   app.put<{ Body: { url: string } }>(
     '/endpoint',
@@ -19,36 +28,45 @@ export const webhookRoutes: FastifyPluginAsync<Pick<Services, 'webhooks'>> = asy
           additionalProperties: false,
           properties: { url: { type: 'string', maxLength: 2048 } },
         },
+        response: endpointAnswer,
       },
     },
     async (request) => webhooks.setEndpoint(userOf(request).account.id, request.body.url),
   );
 
   // Shows the signing secret, with which anyone could forge events to the account's receiver.
-  app.get('/endpoint', { config: { ...config, manages: true } }, async (request) => {
-    const endpoint = await webhooks.endpoint(userOf(request).account.id);
-    return { url: endpoint.url, secret: endpoint.secret, created_at: iso(endpoint.createdAt) };
-  });
+  app.get(
+    '/endpoint',
+    { config: { ...config, manages: true }, schema: { response: endpointAnswer } },
+    async (request) => {
+      const endpoint = await webhooks.endpoint(userOf(request).account.id);
+      return { url: endpoint.url, secret: endpoint.secret, created_at: iso(endpoint.createdAt) };
+    },
+  );
 
-  app.delete('/endpoint', { config }, async (request) => {
-    await webhooks.deleteEndpoint(userOf(request).account.id);
-    return { deleted: true };
-  });
+  app.delete(
+    '/endpoint',
+    { config, schema: { response: { 200: flagsSchema('deleted') } } },
+    async (request) => {
+      await webhooks.deleteEndpoint(userOf(request).account.id);
+      return { deleted: true };
+    },
+  );
 
-  app.post('/endpoint/rotate-secret', { config }, async (request) =>
+  app.post('/endpoint/rotate-secret', { config, schema: { response: endpointAnswer } }, async (request) =>
     webhooks.rotateSecret(userOf(request).account.id),
   );
 
-  app.post('/test', { config }, async (request, reply) => {
+  app.post('/test', { config, schema: { response: { 202: queuedEventSchema } } }, async (request, reply) => {
     const id = await webhooks.sendTest(userOf(request).account.id);
     return reply.status(202).send({ event_id: id, status: 'queued' });
   });
 
-  app.get('/events', { config }, async (request) => {
+  app.get('/events', { config, schema: { response: { 200: webhookEventsSchema } } }, async (request) => {
     const events = await webhooks.events(userOf(request).account.id);
     return {
       object: 'list',
-      data: events.map((event) => ({
+      data: events.map((event): WebhookEvent => ({
         id: event.id,
         event_type: event.eventType,
         status: event.status,
@@ -61,7 +79,7 @@ export const webhookRoutes: FastifyPluginAsync<Pick<Services, 'webhooks'>> = asy
     };
   });
 
-  app.get('/deliveries', { config }, async (request) => {
+  app.get('/deliveries', { config, schema: { response: { 200: deliveriesSchema } } }, async (request) => {
     const deliveries = await webhooks.deliveries(userOf(request).account.id);
     return {
       object: 'list',
@@ -73,7 +91,10 @@ export const webhookRoutes: FastifyPluginAsync<Pick<Services, 'webhooks'>> = asy
     '/deliveries/:id/redeliver',
     {
       config,
-      schema: { params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } },
+      schema: {
+        params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } },
+        response: { 202: queuedEventSchema },
+      },
     },
     async (request, reply) => {
       const eventId = await webhooks.redeliver(userOf(request).account.id, request.params.id);

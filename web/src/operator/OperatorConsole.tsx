@@ -1,4 +1,4 @@
-import { useEffect } from 'react';
+import { type ReactElement, useEffect } from 'react';
 import { Navigate, NavLink, Route, Routes, useLocation } from 'react-router';
 import { AccountPage } from './AccountPage.tsx';
 import { Accounts } from './Accounts.tsx';
@@ -7,15 +7,17 @@ import { AuditLog } from './AuditLog.tsx';
 import { Deployments } from './Deployments.tsx';
 import { Statistics } from './Statistics.tsx';
 import { WebhookHealthPage } from './WebhookHealth.tsx';
+import { OPERATOR_PAGES, type OperatorPath } from '../../../src/http/dashboard-pages.ts';
 
-export const OPERATOR_PAGES = [
-  { path: '/operator/accounts', label: 'Accounts' },
-  { path: '/operator/statistics', label: 'Statistics' },
-  { path: '/operator/deployments', label: 'Deployments' },
-  { path: '/operator/webhooks', label: 'Webhooks' },
-  { path: '/operator/announcements', label: 'Announcements' },
-  { path: '/operator/audit', label: 'Audit log' },
-] as const;
+// Each console page of the one list (src/http/dashboard-pages.ts) and what it shows.
+const ELEMENTS: Record<OperatorPath, ReactElement> = {
+  '/operator/accounts': <Accounts />,
+  '/operator/statistics': <Statistics />,
+  '/operator/deployments': <Deployments />,
+  '/operator/webhooks': <WebhookHealthPage />,
+  '/operator/announcements': <Announcements />,
+  '/operator/audit': <AuditLog />,
+};
 
 /** The operator console: its own navigation and pages under /operator (loaded only for operators). */
 export default function OperatorConsole() {
@@ -37,13 +39,10 @@ export default function OperatorConsole() {
       </nav>
       <Routes>
         <Route index element={<Navigate to="accounts" replace />} />
-        <Route path="accounts" element={<Accounts />} />
+        {OPERATOR_PAGES.map((page) => (
+          <Route key={page.path} path={page.path.slice('/operator/'.length)} element={ELEMENTS[page.path]} />
+        ))}
         <Route path="accounts/:id" element={<AccountPage />} />
-        <Route path="statistics" element={<Statistics />} />
-        <Route path="deployments" element={<Deployments />} />
-        <Route path="webhooks" element={<WebhookHealthPage />} />
-        <Route path="announcements" element={<Announcements />} />
-        <Route path="audit" element={<AuditLog />} />
         <Route path="*" element={<Navigate to="accounts" replace />} />
       </Routes>
     </>

@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
-import { api, type Session, setCsrfToken } from '../api.ts';
+import { type Accepted, api, type Session, setCsrfToken } from '../api.ts';
 import { ErrorMessage, Field, Notice } from '../ui.tsx';
 
 function useSignIn() {
@@ -96,8 +96,7 @@ export function SignUp() {
 export function ForgotPassword() {
   const [email, setEmail] = useState('');
   const request = useMutation({
-    mutationFn: () =>
-      api<{ message: string }>('/api/auth/password-reset', { method: 'POST', body: { email } }),
+    mutationFn: () => api<Accepted>('/api/auth/password-reset', { method: 'POST', body: { email } }),
   });
   return (
     <div className="auth-card">

@@ -1,6 +1,6 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, dateTime, type List, num, type Order, type Plan, usd } from '../api.ts';
+import { api, type Checkout, dateTime, type List, num, type Order, type Plan, usd } from '../api.ts';
 import { money } from '../format.ts';
 import { ErrorMessage, Field, Section, Settled, TableWrap } from '../ui.tsx';
 import { useAccount } from './Overview.tsx';
@@ -12,7 +12,7 @@ export function Billing() {
   const [topup, setTopup] = useState('10');
   const checkout = useMutation({
     mutationFn: (body: { plan: string } | { topup_usd: number }) =>
-      api<{ checkout_url: string }>('/api/billing/checkout', { method: 'POST', body }),
+      api<Checkout>('/api/billing/checkout', { method: 'POST', body }),
     onSuccess: (order) => window.location.assign(order.checkout_url),
   });
   const current = account.data?.plan;

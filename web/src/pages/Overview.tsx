@@ -4,6 +4,7 @@ import { Link } from 'react-router';
 import {
   type AccountDetails,
   api,
+  type DailyByModel,
   date,
   dateTime,
   type List,
@@ -27,14 +28,8 @@ export function daysBetween(from: string, to: string): string[] {
   return days;
 }
 
-interface DayModelUsage {
-  from: string;
-  to: string;
-  data: { day: string; model: string; requests: number; total_tokens: number; cost_usd: number }[];
-}
-
 /** One cost line per model, and the tokens of all models together, on every day of the range. */
-function chartSeries(days: string[], rows: DayModelUsage['data']): ChartSeries[] {
+function chartSeries(days: string[], rows: DailyByModel['data']): ChartSeries[] {
   const models = [...new Set(rows.map((row) => row.model))].sort();
   const cost = (day: string, model: string) =>
     rows.find((row) => row.day === day && row.model === model)?.cost_usd ?? 0;
@@ -61,7 +56,7 @@ export function Overview() {
   const account = useAccount();
   const daily = useQuery({
     queryKey: ['usage', 'day-model', '30d'],
-    queryFn: () => api<DayModelUsage>('/api/usage/daily-by-model'),
+    queryFn: () => api<DailyByModel>('/api/usage/daily-by-model'),
   });
   const byModel = useQuery({
     queryKey: ['usage', 'model', '30d'],

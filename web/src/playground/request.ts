@@ -1,6 +1,6 @@
 // The playground's request: built from the conversation and the settings, exactly as it goes on the wire (the
 // "view code" snippets print this same body), and streamed back chunk by chunk.
-import { api } from '../api.ts';
+import { api, type RecentRequests } from '../api.ts';
 
 export interface Settings {
   system: string;
@@ -159,9 +159,7 @@ export async function streamChat(
 /** The request's cost as billed: its usage record, written a moment after the stream ends (null if not yet). */
 export async function billedCost(requestId: string): Promise<number | null> {
   for (let attempt = 0; attempt < 15; attempt++) {
-    const recent = await api<{ data: { request_id: string; cost_usd: number }[] }>(
-      '/api/usage/recent?limit=50',
-    );
+    const recent = await api<RecentRequests>('/api/usage/recent?limit=50');
     const row = recent.data.find((r) => r.request_id === requestId);
     if (row) return row.cost_usd;
     await new Promise((resolve) => setTimeout(resolve, 300));

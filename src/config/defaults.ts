@@ -1,4 +1,4 @@
-import { DEFAULT_TEMPERATURE } from '../gateway/parse-chat-request.ts';
+import { DEFAULT_TEMPERATURE } from '../core/known-params.ts';
 import type { ModelConfig, ParamPolicy, PlanConfig, PlanId } from './config.ts';
 import { MICROS_PER_USD } from '../shared/money.ts';
 

@@ -12,15 +12,15 @@ import type { AccountRecord, ApiKeyRecord, Settlement } from '../store/records.t
 import { newAccountRecord } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { HoldBook } from '../billing/hold-book.ts';
-import type { ChatChunk, ChatRequest, FinishReason, Usage } from './chat-types.ts';
-import type { EventBatch, StreamEvent } from './stream-event.ts';
+import type { ChatChunk, ChatRequest, FinishReason, Usage } from '../core/chat-types.ts';
+import type { EventBatch, StreamEvent } from '../core/stream-event.ts';
 import { type Admitted, ChatGateway } from './chat-gateway.ts';
-import { countTextTokens } from './count-tokens.ts';
-import { chatRequestOf } from './testing.ts';
+import { countTextTokens } from '../core/count-tokens.ts';
+import { chatRequestOf } from '../core/testing.ts';
 import { chatCompletionsSink } from '../http/sse-sink.ts';
 import type { TextSink } from './stream-sink.ts';
-import { type PassChunk, RawChunk } from './raw-chunk.ts';
-import { type PassThroughHandler, type PassThroughStream, ProviderError } from '../providers/provider.ts';
+import { type PassChunk, RawChunk } from '../core/raw-chunk.ts';
+import { type PassThroughHandler, type PassThroughStream, ProviderError } from '../core/provider.ts';
 
 const MODEL: ModelConfig = {
   id: 'model-b',

@@ -7,7 +7,7 @@ import { bearerToken } from './auth-hook.ts';
 import { createClientAddress } from './client-address.ts';
 import { countJsonValues } from './count-json-values.ts';
 import { answerHeaders } from './answer-headers.ts';
-import { completionJson } from '../gateway/upstream-json.ts';
+import { completionJson } from '../core/upstream-json.ts';
 import { errorHeaders, isLogged, toGatewayError } from './error-handler.ts';
 import { asUser } from './routes/principal.ts';
 import { PLAYGROUND_PATH, playgroundCaller } from './playground-door.ts';

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeploymentConfig, ModelConfig, RoutingConfig } from '../config/config.ts';
-import type { ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
-import type { EventBatch } from '../gateway/stream-event.ts';
-import { type PassThroughStream, type Provider, ProviderError } from '../providers/provider.ts';
+import type { ChatCompletion, ChatRequest } from '../core/chat-types.ts';
+import type { EventBatch } from '../core/stream-event.ts';
+import { type PassThroughStream, type Provider, ProviderError } from '../core/provider.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
 import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';

@@ -5,8 +5,9 @@ import type {
   FinishReason,
   ToolCall,
   ToolChoice,
-} from '../../gateway/chat-types.ts';
-import { ProviderError } from '../provider.ts';
+} from '../../core/chat-types.ts';
+import { knownParams } from '../../core/known-params.ts';
+import { ProviderError } from '../../core/provider.ts';
 
 /**
  * The tool a structured answer comes through: the Messages API has no `response_format`, so the schema is
@@ -51,6 +52,7 @@ export function convertToAnthropicRequest(
   defaultMaxTokens: number,
   stream: boolean,
 ): Record<string, unknown> {
+  const known = knownParams(request.body);
   const system = request.messages
     .filter((message) => message.role === 'system' || message.role === 'developer')
     .map((message) => message.content ?? '')
@@ -66,16 +68,16 @@ export function convertToAnthropicRequest(
   }
   const body: Record<string, unknown> = {
     model: upstreamModel,
-    max_tokens: request.maxTokens ?? defaultMaxTokens,
+    max_tokens: known.maxTokens ?? defaultMaxTokens,
     messages,
   };
   if (system) body['system'] = system;
   // Anthropic's temperature runs 0–1; the convention's 0–2 is clamped to it.
-  if (request.temperature !== undefined) body['temperature'] = Math.min(1, request.temperature);
-  if (request.topP !== undefined) body['top_p'] = request.topP;
-  if (request.stop) body['stop_sequences'] = request.stop;
+  if (known.temperature !== undefined) body['temperature'] = Math.min(1, known.temperature);
+  if (known.topP !== undefined) body['top_p'] = known.topP;
+  if (known.stop) body['stop_sequences'] = known.stop;
   const tools: Record<string, unknown>[] = [];
-  const userTools = request.tools?.length && request.toolChoice !== 'none' ? request.tools : [];
+  const userTools = known.tools && known.toolChoice !== 'none' ? known.tools : [];
   for (const tool of userTools) {
     tools.push({
       name: tool.function.name,
@@ -83,8 +85,8 @@ export function convertToAnthropicRequest(
       input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
     });
   }
-  let choice = userTools.length > 0 ? convertToolChoice(request.toolChoice) : undefined;
-  const format = request.responseFormat;
+  let choice = userTools.length > 0 ? convertToolChoice(known.toolChoice) : undefined;
+  const format = known.responseFormat;
   if (format) {
     const schema = format.type === 'json_schema' ? format.json_schema.schema : { type: 'object' };
     if (schema['type'] !== undefined && schema['type'] !== 'object')

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChatChunk, ChatRequest } from '../../gateway/chat-types.ts';
-import type { StreamEvent } from '../../gateway/stream-event.ts';
-import { chatRequestOf } from '../../gateway/testing.ts';
-import { type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
+import type { ChatChunk, ChatRequest } from '../../core/chat-types.ts';
+import type { StreamEvent } from '../../core/stream-event.ts';
+import { chatRequestOf, type RequestFields } from '../../core/testing.ts';
+import { type PassChunk, RawChunk } from '../../core/raw-chunk.ts';
 import { chunkEvents } from '../openai/chunk-events.ts';
-import { ProviderError } from '../provider.ts';
+import { ProviderError } from '../../core/provider.ts';
 import { createSimulatorProvider } from './simulator-provider.ts';
 
 const simulator = createSimulatorProvider({ id: 'simulator', chunkIntervalMs: 0, firstTokenMs: 0 });
 
-const request = (fields: Partial<ChatRequest> = {}, body: Record<string, unknown> = {}): ChatRequest =>
+const request = (fields: RequestFields = {}, body: Record<string, unknown> = {}): ChatRequest =>
   chatRequestOf({ model: 'm', messages: [{ role: 'user', content: 'Hello there' }], body, ...fields });
 
 const complete = (r: ChatRequest) =>

@@ -1,6 +1,6 @@
-import type { ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
-import type { PassChunk } from '../gateway/raw-chunk.ts';
-import type { EventBatch } from '../gateway/stream-event.ts';
+import type { ChatCompletion, ChatRequest } from '../core/chat-types.ts';
+import type { PassChunk } from '../core/raw-chunk.ts';
+import type { EventBatch } from '../core/stream-event.ts';
 
 export interface ProviderCall {
   request: ChatRequest;

@@ -3,7 +3,6 @@ import { GatewayError } from '../shared/gateway-error.ts';
 import type {
   ChatMessage,
   ChatRequest,
-  ChatBody,
   Role,
   ToolCall,
   ToolDefinition,
@@ -107,7 +106,7 @@ export function parseChatRequest(
       stream: stream === true,
       includeUsage,
       // Validated above: the fields ChatBody types hold the types it gives them.
-      body: body as ChatBody,
+      body,
     },
   };
 }

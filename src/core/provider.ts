@@ -1,6 +1,7 @@
-import type { ChatCompletion, ChatRequest } from '../core/chat-types.ts';
-import type { PassChunk } from '../core/raw-chunk.ts';
-import type { EventBatch } from '../core/stream-event.ts';
+import type { ChatCompletion, ChatRequest } from './chat-types.ts';
+import type { PassChunk } from './raw-chunk.ts';
+import type { EventBatch } from './stream-event.ts';
+import type { ProviderError } from './provider-error.ts';
 
 export interface ProviderCall {
   request: ChatRequest;
@@ -28,68 +29,24 @@ export interface Provider {
    * throws ProviderError on any failure, before or during the stream.
    */
   stream(call: ProviderCall): AsyncIterable<EventBatch>;
-  /**
-   * The fast path, for an upstream that speaks chat completions itself: resolves once the first chunk arrived,
-   * rejects with a ProviderError before that (as `stream` would throw). Absent when the upstream needs translation.
-   */
-  passThrough?(call: ProviderCall): Promise<PassThroughStream>;
   close(): Promise<void>;
 }
 
-export type ProviderFailure = 'connect' | 'timeout' | 'status' | 'protocol' | 'aborted';
-
 /**
- * An upstream failure. `retryable`: another attempt (here or on another deployment) may succeed.
- * `clientFault`: the upstream rejected the request itself (a 400): retrying anywhere is pointless.
+ * A capability, beside `stream`: the fast lane, for a provider that can hand over its answer as chat-completion
+ * chunks (an upstream that speaks chat completions, or one whose events it writes as such cheaply). A door whose
+ * protocol is chat completions may take it; every other caller reads `stream`.
  */
-export class ProviderError extends Error {
-  override name = 'ProviderError';
-  readonly failure: ProviderFailure;
-  readonly status: number | undefined;
-  readonly retryable: boolean;
-  readonly clientFault: boolean;
-  readonly retryAfterMs: number | undefined;
-  /** The upstream was never reached (refused, unresolvable, connect timed out): no request could cause it. */
-  readonly beforeSend: boolean;
-
-  constructor(
-    failure: ProviderFailure,
-    message: string,
-    options: {
-      status?: number;
-      retryAfterMs?: number | undefined;
-      cause?: unknown;
-      beforeSend?: boolean;
-    } = {},
-  ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.failure = failure;
-    this.status = options.status;
-    this.retryAfterMs = options.retryAfterMs;
-    this.beforeSend = options.beforeSend ?? false;
-    const status = options.status ?? 0;
-    this.clientFault = failure === 'status' && (status === 400 || status === 413 || status === 422);
-    this.retryable = failure !== 'aborted' && !this.clientFault;
-  }
+export interface PassThroughProvider extends Provider {
+  /**
+   * Resolves once the first chunk arrived; rejects with a ProviderError before that (as `stream` would throw).
+   */
+  passThrough(call: ProviderCall): Promise<PassThroughStream>;
 }
 
-/** An upstream's HTTP status as a ProviderError, with its Retry-After (seconds or HTTP date) when it sent one. */
-export function statusError(
-  status: number,
-  message: string,
-  retryAfter: string | string[] | undefined,
-  now: number = Date.now(),
-): ProviderError {
-  const header = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
-  let retryAfterMs: number | undefined;
-  if (header !== undefined) {
-    const seconds = Number(header);
-    retryAfterMs = Number.isFinite(seconds)
-      ? seconds * 1000
-      : Math.max(0, Date.parse(header) - now) || undefined;
-  }
-  return new ProviderError('status', message, { status, retryAfterMs });
-}
+/** Whether a provider offers the fast lane. */
+export const offersPassThrough = (provider: Provider): provider is PassThroughProvider =>
+  typeof (provider as Partial<PassThroughProvider>).passThrough === 'function';
 
 /** Receives a pass-through stream's chunks as each upstream read completes them. */
 export interface PassThroughHandler {

@@ -20,7 +20,8 @@ import { chatRequestOf } from '../core/testing.ts';
 import { chatCompletionsSink } from '../http/sse-sink.ts';
 import type { TextSink } from './stream-sink.ts';
 import { type PassChunk, RawChunk } from '../core/raw-chunk.ts';
-import { type PassThroughHandler, type PassThroughStream, ProviderError } from '../core/provider.ts';
+import { type PassThroughHandler, type PassThroughStream } from '../core/provider.ts';
+import { ProviderError } from '../core/provider-error.ts';
 
 const MODEL: ModelConfig = {
   id: 'model-b',

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { ProviderConfig, ProviderType } from '../config/config.ts';
 import type { ChatRequest } from '../core/chat-types.ts';
 import { createProvider } from './create-provider.ts';
-import { ProviderError } from '../core/provider.ts';
+import { ProviderError } from '../core/provider-error.ts';
 
 /** A first well-formed event of each protocol, then a broken one. */
 const FIRST_EVENT: Record<string, string> = {

@@ -4,7 +4,7 @@ import type { ChatChunk, Usage } from '../../core/chat-types.ts';
 import { type PassChunk, RawChunk, RawText } from '../../core/raw-chunk.ts';
 import type { StreamEvent } from '../../core/stream-event.ts';
 import { chatCompletionsSink } from '../../http/sse-sink.ts';
-import { ProviderError } from '../../core/provider.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import { DONE } from '../upstream-http.ts';
 import { anthropicChunks } from './anthropic-chunks.ts';
 import { anthropicDecoder } from './anthropic-provider.ts';

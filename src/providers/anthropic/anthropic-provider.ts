@@ -1,7 +1,8 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
 import type { EventBatch } from '../../core/stream-event.ts';
 import { type EventDecoder, readEventBatches } from '../event-batches.ts';
-import { callHeaders, type Provider, ProviderError } from '../../core/provider.ts';
+import { callHeaders, type PassThroughProvider } from '../../core/provider.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import { createUpstreamClient, errorFromResponse, parseEventData } from '../upstream-http.ts';
 import {
   STRUCTURED_TOOL,
@@ -29,7 +30,10 @@ interface StreamEvent {
 }
 
 /** Anthropic's Messages API, in and out of the chat-completion convention. */
-export function createAnthropicProvider(config: ProviderConfig, timeouts: TimeoutsConfig): Provider {
+export function createAnthropicProvider(
+  config: ProviderConfig,
+  timeouts: TimeoutsConfig,
+): PassThroughProvider {
   const client = createUpstreamClient(config.baseUrl, timeouts);
   const path = config.baseUrl.endsWith('/v1') ? '/messages' : '/v1/messages';
   const headers: Record<string, string> = { 'anthropic-version': API_VERSION, ...config.headers };

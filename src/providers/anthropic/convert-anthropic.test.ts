@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ChatMessage, ChatRequest } from '../../core/chat-types.ts';
 import { chatRequestOf, type RequestFields } from '../../core/testing.ts';
-import { ProviderError } from '../../core/provider.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import {
   anthropicPromptTokens,
   type AnthropicResponse,

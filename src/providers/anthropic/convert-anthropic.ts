@@ -7,7 +7,7 @@ import type {
   ToolChoice,
 } from '../../core/chat-types.ts';
 import { knownParams } from '../../core/known-params.ts';
-import { ProviderError } from '../../core/provider.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 
 /**
  * The tool a structured answer comes through: the Messages API has no `response_format`, so the schema is

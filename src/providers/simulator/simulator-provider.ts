@@ -17,10 +17,10 @@ import { chunkEvents } from '../openai/chunk-events.ts';
 import {
   type PassThroughHandler,
   type PassThroughStream,
-  type Provider,
+  type PassThroughProvider,
   type ProviderCall,
-  ProviderError,
 } from '../../core/provider.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import { SchemaBudgetError, schemaInstance } from './schema-instance.ts';
 
 const WORDS = (
@@ -52,7 +52,7 @@ export function createSimulatorProvider(options: {
   id: string;
   chunkIntervalMs: number;
   firstTokenMs: number;
-}): Provider {
+}): PassThroughProvider {
   return {
     id: options.id,
     async complete(call) {

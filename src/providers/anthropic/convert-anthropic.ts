@@ -5,6 +5,7 @@ import type {
   FinishReason,
   ToolCall,
   ToolChoice,
+  Usage,
 } from '../../core/chat-types.ts';
 import { knownParams } from '../../core/known-params.ts';
 import { ProviderError } from '../../core/provider-error.ts';
@@ -175,6 +176,13 @@ export function mapAnthropicStopReason(reason: string | null | undefined): Finis
 export const anthropicPromptTokens = (usage: AnthropicUsage): number =>
   (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
 
+/** An Anthropic `usage` object as the canonical count: the one place this adapter reads token counts. */
+export function anthropicUsage(usage: AnthropicUsage): Usage {
+  const prompt = anthropicPromptTokens(usage);
+  const completion = usage.output_tokens ?? 0;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
 /** A whole Messages API answer as a chat completion. */
 export function convertAnthropicResponse(response: AnthropicResponse): ChatCompletion {
   let text = '';
@@ -197,8 +205,6 @@ export function convertAnthropicResponse(response: AnthropicResponse): ChatCompl
     }
   }
   if (structured && toolCalls.length > 0) text = '';
-  const promptTokens = anthropicPromptTokens(response.usage);
-  const completionTokens = response.usage.output_tokens ?? 0;
   const finish = mapAnthropicStopReason(response.stop_reason);
   return {
     id: response.id,
@@ -216,10 +222,6 @@ export function convertAnthropicResponse(response: AnthropicResponse): ChatCompl
         finish_reason: finish === 'tool_calls' && toolCalls.length === 0 ? 'stop' : finish,
       },
     ],
-    usage: {
-      prompt_tokens: promptTokens,
-      completion_tokens: completionTokens,
-      total_tokens: promptTokens + completionTokens,
-    },
+    usage: anthropicUsage(response.usage),
   };
 }

@@ -255,11 +255,11 @@ export class ChatGateway {
   }
 
   /** A non-streamed completion; the answer's `model` is the public id. */
-  async complete(admitted: Admitted, signal: AbortSignal): Promise<CompletedAnswer> {
+  async wholeAnswer(admitted: Admitted, signal: AbortSignal): Promise<CompletedAnswer> {
     const { request, model, promptTokens } = admitted;
     let attempted;
     try {
-      attempted = await this.#o.router.complete(
+      attempted = await this.#o.router.wholeAnswer(
         request,
         signal,
         model.defaultMaxTokens,
@@ -308,7 +308,7 @@ export class ChatGateway {
    * path, its chunks). Failures before the first event throw (the caller answers with an error status); after it,
    * they end the stream with one error event.
    */
-  async stream(admitted: Admitted, sink: StreamSink): Promise<void> {
+  async streamAnswer(admitted: Admitted, sink: StreamSink): Promise<void> {
     const { request, model, promptTokens, ctx } = admitted;
     const abort = new AbortController();
     sink.onClose(() => abort.abort());

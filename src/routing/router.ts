@@ -108,7 +108,7 @@ export class Router {
    * A whole completion from the first deployment that gives one. `account`: whose request it is (a circuit
    * opens only on failures more than one account met).
    */
-  complete(
+  wholeAnswer(
     request: ChatRequest,
     signal: AbortSignal,
     defaultMaxTokens: number,

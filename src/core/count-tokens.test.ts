@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChatMessage, ToolDefinition } from '../core/chat-types.ts';
-import { countPromptTokens, countPromptTokensYielding, countTextTokens } from '../core/count-tokens.ts';
+import type { ChatMessage, ToolDefinition } from './chat-types.ts';
+import { countPromptTokens, countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 
 const word = (n: number): string => 'lorem ipsum dolor sit amet '.repeat(n);
 

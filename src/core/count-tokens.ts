@@ -1,6 +1,6 @@
 import { countTokens as countWithOptions, encode } from 'gpt-tokenizer';
 import { runSliced } from '../shared/sliced-work.ts';
-import type { ChatMessage, ToolDefinition } from '../core/chat-types.ts';
+import type { ChatMessage, ToolDefinition } from './chat-types.ts';
 
 // The OpenAI convention's framing: each message costs 3 tokens around its content, a reply is primed with 3.
 const TOKENS_PER_MESSAGE = 3;

@@ -1,4 +1,4 @@
-import type { ChatChunk } from '../core/chat-types.ts';
+import type { ChatChunk } from './chat-types.ts';
 
 /**
  * A chat-completion chunk kept as the bytes the upstream sent (the pass-through fast path): checked to be one

@@ -1,4 +1,4 @@
-import type { FinishReason, Usage } from '../core/chat-types.ts';
+import type { FinishReason, Usage } from './chat-types.ts';
 
 /**
  * The canonical events of a streamed answer, in no wire format: providers translate their upstream's stream into

@@ -1,4 +1,4 @@
-import type { ChatCompletion } from '../core/chat-types.ts';
+import type { ChatCompletion } from './chat-types.ts';
 
 /**
  * A whole answer's JSON text as the upstream sent it, kept on its parse (an OpenAI-type upstream's): the client then

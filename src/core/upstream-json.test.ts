@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ChatCompletion } from './chat-types.ts';
-import {
-  completionJson,
-  keepUpstreamJson,
-  topLevelModel,
-  withoutUpstreamJson,
-} from './upstream-json.ts';
+import { completionJson, keepUpstreamJson, topLevelModel, withoutUpstreamJson } from './upstream-json.ts';
 
 // An OpenAI chat completion as the API documents it (https://platform.openai.com/docs/api-reference/chat/object).
 const ANSWER =

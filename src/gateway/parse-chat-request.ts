@@ -1,12 +1,6 @@
 import type { ModelConfig } from '../config/config.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
-import type {
-  ChatMessage,
-  ChatRequest,
-  Role,
-  ToolCall,
-  ToolDefinition,
-} from '../core/chat-types.ts';
+import type { ChatMessage, ChatRequest, Role, ToolCall, ToolDefinition } from '../core/chat-types.ts';
 
 const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'developer', 'user', 'assistant', 'tool']);
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;

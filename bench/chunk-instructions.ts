@@ -5,7 +5,7 @@
 // (default: this checkout), `--reads=N` (default 400). Each build runs twice under callgrind, with N and 2N reads;
 // the difference of the totals is N reads' (start-up cancels out).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -19,7 +19,12 @@ const READS = Number(option('reads')[0] ?? 400);
 async function child(root: string, count: number): Promise<void> {
   const { SseByteScanner } = await import(`${root}/src/providers/sse.ts`);
   const { ChunkScanner } = await import(`${root}/src/providers/openai/scan-chunk.ts`);
-  const { RawChunk, RawText } = await import(`${root}/src/gateway/raw-chunk.ts`);
+  // A checkout from before the request vocabulary moved to src/core keeps it in src/gateway.
+  const { RawChunk, RawText } = await import(
+    existsSync(`${root}/src/core/raw-chunk.ts`)
+      ? `${root}/src/core/raw-chunk.ts`
+      : `${root}/src/gateway/raw-chunk.ts`
+  );
   const { chatCompletionsSink } = await import(`${root}/src/http/sse-sink.ts`);
   let written = 0;
   const text = {

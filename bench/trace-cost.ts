@@ -63,7 +63,7 @@ const tracing = createTracing(
   'bench',
 )!;
 const headers = { 'content-type': 'application/json', authorization: 'Bearer x' };
-const request = { model: 'model-b', maxTokens: 16, temperature: 0.5 };
+const request = { model: 'model-b', body: { max_tokens: 16, temperature: 0.5 } };
 const oneRequest = (): void => {
   const trace = tracing.start(headers, '/v1/chat/completions', 'req_1', performance.now());
   trace.requested(request, 'acct_1', 'key_1');

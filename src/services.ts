@@ -29,7 +29,7 @@ import { Metrics } from './observability/metrics.ts';
 import { registerStateGauges } from './observability/state-gauges.ts';
 import { createOperators } from './operators/create-operators.ts';
 import { createProvider } from './providers/create-provider.ts';
-import type { Provider } from './providers/provider.ts';
+import type { Provider } from './core/provider.ts';
 import { Router } from './routing/router.ts';
 import { type Bus, createLocalBus } from './shared/bus.ts';
 import { createTestPaymentProvider } from './payments/payment-provider.ts';

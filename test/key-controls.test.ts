@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { costMicros } from '../src/billing/pricing.ts';
-import { countPromptTokens } from '../src/gateway/count-tokens.ts';
+import { countPromptTokens } from '../src/core/count-tokens.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { createTestClock } from './helpers/clock.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { costMicros } from '../src/billing/pricing.ts';
 import type { RedisHoldBook } from '../src/billing/redis-hold-book.ts';
 import { settlementOf } from '../src/billing/testing.ts';
-import { countPromptTokens } from '../src/gateway/count-tokens.ts';
+import { countPromptTokens } from '../src/core/count-tokens.ts';
 import { connectRedis } from '../src/shared/connect-redis.ts';
 import { GatewayError } from '../src/shared/gateway-error.ts';
 import { microsToUsd } from '../src/shared/money.ts';

@@ -3,6 +3,7 @@
 // relayed as an OpenAI-type stream to the upstream at PROXY_TARGET with the checkout ROOT's own code (its OpenAI
 // provider's `passThrough`, its SSE sinks, the gateway's relay of each read: raw text kept, parsed chunks metered).
 // Started by bench/relay-instructions.ts; prints `listening PORT`.
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 
 const root = process.env['ROOT'] ?? new URL('../..', import.meta.url).pathname;
@@ -11,7 +12,12 @@ const port = Number(process.env['PORT'] ?? 0);
 
 const { createOpenAIProvider } = await import(`${root}/src/providers/openai/openai-provider.ts`);
 const { createSseSink, chatCompletionsSink } = await import(`${root}/src/http/sse-sink.ts`);
-const { RawChunk, RawText } = await import(`${root}/src/gateway/raw-chunk.ts`);
+// A checkout from before the request vocabulary moved to src/core keeps it in src/gateway.
+const { RawChunk, RawText } = await import(
+  existsSync(`${root}/src/core/raw-chunk.ts`)
+    ? `${root}/src/core/raw-chunk.ts`
+    : `${root}/src/gateway/raw-chunk.ts`
+);
 
 const provider = createOpenAIProvider(
   { id: 'mock', type: 'openai', baseUrl: `${target}/v1`, headers: {} },

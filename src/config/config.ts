@@ -1,9 +1,6 @@
 /** The `type:` of a `providers:` entry: the name of a provider plug-in (src/providers/registry.ts lists them). */
 export type ProviderType = string;
 
-/** The spec's default temperature, sent upstream when the request sets none (upstreams' own defaults differ). */
-export const DEFAULT_TEMPERATURE = 0.7;
-
 /** Fields the gateway sets or reads itself: a parameter policy cannot touch them. */
 export const GATEWAY_PARAMS: readonly string[] = Object.freeze([
   'model',

@@ -1,10 +1,5 @@
-import {
-  DEFAULT_TEMPERATURE,
-  type ModelConfig,
-  type ParamPolicy,
-  type PlanConfig,
-  type PlanId,
-} from './config.ts';
+import { DEFAULT_TEMPERATURE } from '../core/known-params.ts';
+import type { ModelConfig, ParamPolicy, PlanConfig, PlanId } from './config.ts';
 import { MICROS_PER_USD } from '../shared/money.ts';
 
 const USD = MICROS_PER_USD;

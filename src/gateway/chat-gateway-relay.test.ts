@@ -12,15 +12,16 @@ import type { AccountRecord, ApiKeyRecord, Settlement } from '../store/records.t
 import { newAccountRecord } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { HoldBook } from '../billing/hold-book.ts';
-import type { ChatChunk, ChatRequest, FinishReason, Usage } from './chat-types.ts';
-import type { EventBatch, StreamEvent } from './stream-event.ts';
+import type { ChatChunk, ChatRequest, FinishReason, Usage } from '../core/chat-types.ts';
+import type { EventBatch, StreamEvent } from '../core/stream-event.ts';
 import { type Admitted, ChatGateway } from './chat-gateway.ts';
-import { countTextTokens } from './count-tokens.ts';
-import { chatRequestOf } from './testing.ts';
+import { countTextTokens } from '../core/count-tokens.ts';
+import { chatRequestOf } from '../core/testing.ts';
 import { chatCompletionsSink } from '../http/sse-sink.ts';
 import type { TextSink } from './stream-sink.ts';
-import { type PassChunk, RawChunk } from './raw-chunk.ts';
-import { type PassThroughHandler, type PassThroughStream, ProviderError } from '../providers/provider.ts';
+import { type PassChunk, RawChunk } from '../core/raw-chunk.ts';
+import { type PassThroughHandler, type PassThroughStream } from '../core/provider.ts';
+import { ProviderError } from '../core/provider-error.ts';
 
 const MODEL: ModelConfig = {
   id: 'model-b',
@@ -220,7 +221,7 @@ describe('the stream relay', () => {
   it('relays every event as a chunk under the public model id, then data: [DONE]', async () => {
     const { gateway, admitted, settled } = setup([[start], [text('Hel')], [text('lo')], [finish('stop')]]);
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     const events = sink.events();
     assert.equal(events.length, 5);
     assert.equal(events.at(-1), '[DONE]');
@@ -257,7 +258,7 @@ describe('the stream relay', () => {
       [text('b'), usageEvent(usage)],
     ]);
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     const events = sink.events();
     assert.deepEqual(events.at(-1), '[DONE]');
     assert.equal(events.length, 4, 'the usage chunk is not forwarded');
@@ -271,7 +272,7 @@ describe('the stream relay', () => {
     const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
     const { gateway, admitted } = setup([[start, text('a')], [usageEvent(usage)]], { includeUsage: true });
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     const events = sink.events();
     assert.equal(events.length, 4);
     assert.equal('usage' in parseChunk(events[1]!), false);
@@ -284,7 +285,7 @@ describe('the stream relay', () => {
   it('makes the usage chunk itself when the client asked and the upstream sent none', async () => {
     const { gateway, admitted } = setup([[start, text('Hello')], [text(' world')]], { includeUsage: true });
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     const events = sink.events();
     assert.equal(events.length, 5);
     const last = parseChunk(events[3]!);
@@ -309,7 +310,7 @@ describe('the stream relay', () => {
       [tool(0, ''), finish('tool_calls')],
     ]);
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     assert.ok((settled[0]?.completionTokens ?? 0) >= 3, `tokens ${settled[0]?.completionTokens}`);
     assert.deepEqual(parseChunk(sink.events()[1]!).choices[0]?.delta.tool_calls, [call]);
     assert.deepEqual(parseChunk(sink.events()[2]!).choices[0]?.delta.tool_calls, [
@@ -324,7 +325,7 @@ describe('the stream relay', () => {
       new Error('socket hang up'),
     ]);
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     const events = sink.events();
     assert.equal(events.length, 4);
     assert.ok(!sink.text.includes('[DONE]'));
@@ -345,7 +346,7 @@ describe('the stream relay', () => {
         if (index === 2) sink.close();
       },
     });
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     assert.ok(!sink.text.includes('[DONE]'));
     assert.ok(!sink.text.includes('"d"'));
     assert.equal(settled[0]?.status, 'cancelled');
@@ -354,7 +355,7 @@ describe('the stream relay', () => {
   it('waits for the client to drain when a write reports back-pressure', async () => {
     const { gateway, admitted } = setup([[text('a')], [text('b')], [text('c')]]);
     const sink = new Sink(1);
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     assert.equal(sink.drains, 2);
     assert.equal(sink.events().length, 4);
   });
@@ -363,7 +364,7 @@ describe('the stream relay', () => {
     const { gateway, admitted, settled, observed } = setup([[text('a')]]);
     const sink = new Sink();
     const before = performance.now();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     const after = performance.now();
     assert.equal(sink.headers?.['x-tollgate-overhead-ms'], '20.000');
     assert.equal(observed.length, 1);
@@ -378,7 +379,7 @@ describe('the stream relay', () => {
     const failure = new Error('no deployment answered');
     const { gateway, admitted, settled } = setup([[text('a')]], { openFails: failure });
     const sink = new Sink();
-    await assert.rejects(gateway.stream(admitted, sse(sink, admitted)), (error) => error === failure);
+    await assert.rejects(gateway.streamAnswer(admitted, sse(sink, admitted)), (error) => error === failure);
     assert.equal(sink.headers, undefined, 'nothing was sent');
     assert.equal(settled.length, 1);
     assert.equal(settled[0]?.status, 'error');
@@ -397,7 +398,7 @@ describe('the stream relay', () => {
         },
       },
     );
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     assert.equal(signals[0]?.aborted, true, 'the upstream request is aborted');
     assert.ok(!sink.text.includes('provider_error'));
     assert.ok(!sink.text.includes('[DONE]'));
@@ -408,7 +409,7 @@ describe('the stream relay', () => {
   it('a failure mid-stream is logged with the request id and the deployment', async () => {
     const { gateway, admitted, logs } = setup([[text('a')], new Error('socket hang up')]);
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     assert.match(parseError(sink.events().at(-1)!).message, /incomplete/);
     const warning = logs.find((line) => line.level === 40);
     assert.equal(warning?.msg, 'stream failed after its first chunk');
@@ -420,7 +421,7 @@ describe('the stream relay', () => {
   it('an upstream that fails throwing something that is not an Error still ends with the error event', async () => {
     const { gateway, admitted, settled, logs } = setup([[text('a')], { throws: undefined }]);
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     assert.equal(parseError(sink.events().at(-1)!).code, 'provider_error');
     assert.ok(!sink.text.includes('[DONE]'));
     assert.equal(settled[0]?.status, 'error');
@@ -431,7 +432,7 @@ describe('the stream relay', () => {
   it('keeps the upstream usage when events follow it', async () => {
     const usage = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 };
     const { gateway, admitted, settled } = setup([[text('a'), usageEvent(usage)], [text('b')]]);
-    await gateway.stream(admitted, sse(new Sink(), admitted));
+    await gateway.streamAnswer(admitted, sse(new Sink(), admitted));
     assert.equal(settled[0]?.promptTokens, 11);
     assert.equal(settled[0]?.completionTokens, 22);
     assert.equal(settled[0]?.estimated, false);
@@ -440,7 +441,7 @@ describe('the stream relay', () => {
   it('relays a batch of several events in one write', async () => {
     const { gateway, admitted, settled } = setup([[start, text('a'), text('b'), finish('stop')]]);
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     assert.equal(sink.events().length, 5);
     assert.equal(sink.writes, 2, 'the batch, then [DONE]');
     assert.equal(settled[0]?.status, 'ok');
@@ -458,7 +459,7 @@ describe('the stream relay', () => {
       [tool(0, '"Paris"}')],
       [tool(0, ''), tool(1, ''), finish('tool_calls')],
     ]);
-    await gateway.stream(admitted, sse(new Sink(), admitted));
+    await gateway.streamAnswer(admitted, sse(new Sink(), admitted));
     assert.equal(settled[0]?.completionTokens, countTextTokens('get_weather{"city":"Paris"}'));
   });
 
@@ -471,7 +472,7 @@ describe('the stream relay', () => {
     };
     const { gateway, admitted } = setup([[start, text('a')], [usageEvent(usage)]], { includeUsage: true });
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     const events = sink.events();
     assert.equal(events.length, 4);
     assert.deepEqual(parseChunk(events[2]!).usage, usage);
@@ -483,7 +484,7 @@ describe('an answer that spells a special token', () => {
     const said = 'say <|endoftext|> now';
     const { gateway, admitted, settled } = setup([[start, text(said)], [finish('stop')]]);
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     assert.equal(sink.events().at(-1), '[DONE]');
     assert.equal(settled.length, 1);
     assert.equal(settled[0]!.status, 'ok');
@@ -495,7 +496,7 @@ describe('an answer that spells a special token', () => {
 describe('letting go of the upstream call', () => {
   it('an answer read to its end keeps it (no return()); a client that leaves lets go of it (return())', async () => {
     const whole = setup([[start, text('a')], [finish('stop')]]);
-    await whole.gateway.stream(whole.admitted, sse(new Sink(), whole.admitted));
+    await whole.gateway.streamAnswer(whole.admitted, sse(new Sink(), whole.admitted));
     assert.equal(whole.settled[0]?.status, 'ok');
     assert.equal(whole.upstream.returns, 0);
 
@@ -505,7 +506,7 @@ describe('letting go of the upstream call', () => {
         if (index === 1) sink.close();
       },
     });
-    await left.gateway.stream(left.admitted, sse(sink, left.admitted));
+    await left.gateway.streamAnswer(left.admitted, sse(sink, left.admitted));
     assert.equal(left.settled[0]?.status, 'cancelled');
     assert.equal(left.upstream.returns, 1);
   });
@@ -517,7 +518,7 @@ describe('letting go of the upstream call', () => {
         upstreamReturn,
         onChunk: () => sink.close(),
       });
-      await gateway.stream(admitted, sse(sink, admitted));
+      await gateway.streamAnswer(admitted, sse(sink, admitted));
       assert.equal(settled[0]?.status, 'cancelled', upstreamReturn);
       assert.ok(sink.ended, upstreamReturn);
     }
@@ -527,7 +528,7 @@ describe('letting go of the upstream call', () => {
     const { gateway, admitted, upstream } = setup([[start, text('a')], [finish('stop')]]);
     const door = sse(new Sink(), admitted);
     delete door.passThrough;
-    await gateway.stream(admitted, door);
+    await gateway.streamAnswer(admitted, door);
     assert.deepEqual(upstream.fastPathAsked, [false]);
   });
 });
@@ -667,7 +668,7 @@ describe('the fast path (pass-through)', () => {
       ],
     );
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     assert.deepEqual(upstream.fastPathAsked, [true]);
     const events = sink.events();
     assert.equal(events.length, 5);
@@ -697,7 +698,7 @@ describe('the fast path (pass-through)', () => {
         [rawChunk('re')],
       ],
     );
-    await gateway.stream(admitted, sse(new Sink(), admitted));
+    await gateway.streamAnswer(admitted, sse(new Sink(), admitted));
     assert.equal(settled[0]?.completionTokens, countTextTokens('Hello there'));
     assert.equal(settled[0]?.estimated, true);
   });
@@ -710,7 +711,7 @@ describe('the fast path (pass-through)', () => {
       { includeUsage: true },
     );
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     const events = sink.events();
     assert.deepEqual(parseChunk(events.at(-2)!).usage, usage);
     assert.equal(parseChunk(events.at(-2)!).model, 'model-b');
@@ -725,7 +726,7 @@ describe('the fast path (pass-through)', () => {
       [[rawChunk('b')], [rawChunk('c')], [rawChunk('d')]],
     );
     const sink = new Sink(0); // every write reports back-pressure
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     assert.equal(sink.drains, 4, 'after the first read and after each later one');
     assert.equal(fast().pauses, 3);
     assert.equal(fast().resumes, 3);
@@ -745,7 +746,7 @@ describe('the fast path (pass-through)', () => {
         },
       },
     );
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     assert.equal(signals[0]?.aborted, true);
     assert.equal(
       contentOf(sink.events().map(parseChunk)),
@@ -765,7 +766,7 @@ describe('the fast path (pass-through)', () => {
       [[rawChunk('lo')], new ProviderError('protocol', 'a chunk that is not JSON')],
     );
     const sink = new Sink();
-    await gateway.stream(admitted, sse(sink, admitted));
+    await gateway.streamAnswer(admitted, sse(sink, admitted));
     const events = sink.events();
     assert.equal(events.length, 3);
     assert.ok(!sink.text.includes('[DONE]'));

@@ -8,7 +8,7 @@ import type { SettlementQueue } from '../billing/settlement-queue.ts';
 import type { Config, ModelConfig } from '../config/config.ts';
 import type { Limiter, LimitSet, RateLimits } from '../limits/limiter.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import type { PassThroughStream } from '../providers/provider.ts';
+import type { PassThroughStream } from '../core/provider.ts';
 import type { Router } from '../routing/router.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
@@ -21,14 +21,15 @@ import {
   type UsageStatus,
 } from '../store/records.ts';
 import type { ChatPathStore } from '../store/store.ts';
-import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
-import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
+import type { ChatChunk, ChatCompletion, ChatRequest } from '../core/chat-types.ts';
+import { countPromptTokensYielding, countTextTokens } from '../core/count-tokens.ts';
+import { knownParams } from '../core/known-params.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
-import { type PassChunk, RawChunk, RawText } from './raw-chunk.ts';
-import type { EventBatch, StreamEvent } from './stream-event.ts';
+import { type PassChunk, RawChunk, RawText } from '../core/raw-chunk.ts';
+import type { EventBatch, StreamEvent } from '../core/stream-event.ts';
 import type { AnswerFacts, StreamSink } from './stream-sink.ts';
 import { utcDay } from '../shared/time.ts';
-import { withoutUpstreamJson } from './upstream-json.ts';
+import { withoutUpstreamJson } from '../core/upstream-json.ts';
 import { formatUsd } from '../shared/money.ts';
 import {
   completionFacts,
@@ -126,16 +127,17 @@ export class ChatGateway {
     const planStanding = this.#o.billingStanding(account, now);
     if (!planStanding.ok) throw this.#refuse(new GatewayError('payment_required', planStanding.message));
     // Counting stops past the context window: a prompt that cannot fit costs no more than one that just does.
-    const room = model.contextWindow - (request.maxTokens ?? 0);
-    const counted = countPromptTokensYielding(request.messages, request.tools, room);
+    const { maxTokens, tools } = knownParams(request.body);
+    const room = model.contextWindow - (maxTokens ?? 0);
+    const counted = countPromptTokensYielding(request.messages, tools, room);
     const promptTokens = typeof counted === 'number' ? counted : await counted;
     if (promptTokens > room) {
       throw new GatewayError(
         'invalid_request',
-        `messages: the prompt (at least ${promptTokens} tokens) plus max_tokens (${request.maxTokens ?? 0}) exceeds ${model.id}'s context window of ${model.contextWindow} tokens`,
+        `messages: the prompt (at least ${promptTokens} tokens) plus max_tokens (${maxTokens ?? 0}) exceeds ${model.id}'s context window of ${model.contextWindow} tokens`,
       );
     }
-    const reservedTokens = promptTokens + (request.maxTokens ?? 0);
+    const reservedTokens = promptTokens + (maxTokens ?? 0);
     const limits = this.#o.limitsOf(account);
     const subject = limitSubjectOf(key);
     if (limits.dailyTokens !== null && limiter.seedDaily && this.#unseeded(subject, now))
@@ -156,7 +158,7 @@ export class ChatGateway {
         }),
       );
     }
-    const holdMicros = costMicros(model, promptTokens, request.maxTokens ?? model.defaultMaxTokens);
+    const holdMicros = costMicros(model, promptTokens, maxTokens ?? model.defaultMaxTokens);
     const { holds } = this.#o;
     const holdFrom = ctx.trace ? performance.now() : 0;
     let held: boolean;
@@ -225,7 +227,7 @@ export class ChatGateway {
         );
       }
     }
-    return countPromptTokensYielding(request.messages, request.tools, Infinity);
+    return countPromptTokensYielding(request.messages, knownParams(request.body).tools, Infinity);
   }
 
   /** Whether this process has yet to seed a limit subject's daily count today (checked without a promise). */
@@ -253,11 +255,11 @@ export class ChatGateway {
   }
 
   /** A non-streamed completion; the answer's `model` is the public id. */
-  async complete(admitted: Admitted, signal: AbortSignal): Promise<CompletedAnswer> {
+  async wholeAnswer(admitted: Admitted, signal: AbortSignal): Promise<CompletedAnswer> {
     const { request, model, promptTokens } = admitted;
     let attempted;
     try {
-      attempted = await this.#o.router.complete(
+      attempted = await this.#o.router.wholeAnswer(
         request,
         signal,
         model.defaultMaxTokens,
@@ -306,7 +308,7 @@ export class ChatGateway {
    * path, its chunks). Failures before the first event throw (the caller answers with an error status); after it,
    * they end the stream with one error event.
    */
-  async stream(admitted: Admitted, sink: StreamSink): Promise<void> {
+  async streamAnswer(admitted: Admitted, sink: StreamSink): Promise<void> {
     const { request, model, promptTokens, ctx } = admitted;
     const abort = new AbortController();
     sink.onClose(() => abort.abort());

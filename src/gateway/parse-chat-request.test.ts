@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ModelConfig } from '../config/config.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
-import { DEFAULT_TEMPERATURE, MAX_JSON_DEPTH, parseChatRequest } from './parse-chat-request.ts';
+import { knownParams } from '../core/known-params.ts';
+import { MAX_JSON_DEPTH, parseChatRequest } from './parse-chat-request.ts';
 
 const MODEL: ModelConfig = {
   id: 'model-b',
@@ -21,8 +22,11 @@ const MAX_MESSAGES = 2048;
 const USER = { role: 'user', content: 'hi' };
 
 const parse = (body: unknown, maxMessages = MAX_MESSAGES) => parseChatRequest(body, MODELS, maxMessages);
-const ok = (extra: Record<string, unknown>) =>
-  parse({ model: 'model-b', messages: [USER], ...extra }).request;
+/** A request that passed, with its known parameters as the adapters read them. */
+const ok = (extra: Record<string, unknown>) => {
+  const { request } = parse({ model: 'model-b', messages: [USER], ...extra });
+  return { ...request, ...knownParams(request.body) };
+};
 
 /** Asserts a 400 invalid_request whose message names `field` (when given). */
 function rejects(body: unknown, field?: string | RegExp, maxMessages = MAX_MESSAGES): void {
@@ -49,13 +53,16 @@ describe('parseChatRequest: the body and the model', () => {
     assert.deepEqual(request.messages, [{ role: 'user', content: 'hi' }]);
     assert.equal(request.stream, false);
     assert.equal(request.includeUsage, false);
-    assert.equal(request.maxTokens, undefined);
-    assert.equal(request.temperature, 0.7);
-    assert.equal(DEFAULT_TEMPERATURE, 0.7);
-    assert.equal(request.topP, undefined);
-    assert.equal(request.stop, undefined);
-    assert.equal(request.tools, undefined);
-    assert.equal(request.toolChoice, undefined);
+    // The spec's default temperature is the parameter policy's (param-policy.test.ts), not the parse's.
+    assert.deepEqual(knownParams(request.body), {
+      temperature: undefined,
+      topP: undefined,
+      maxTokens: undefined,
+      stop: undefined,
+      tools: undefined,
+      toolChoice: undefined,
+      responseFormat: undefined,
+    });
   });
 
   it('refuses a body that is not an object', () => {
@@ -249,7 +256,7 @@ describe('parseChatRequest: sampling ranges (one rule broken per case)', () => {
   it('passes temperature and top_p through as sent', () => {
     assert.equal(ok({ temperature: 0 }).temperature, 0);
     assert.equal(ok({ temperature: 2 }).temperature, 2);
-    assert.equal(ok({ temperature: null }).temperature, 0.7);
+    assert.equal(ok({ temperature: null }).temperature, undefined);
     assert.equal(ok({ top_p: 0 }).topP, 0);
     assert.equal(ok({ top_p: 1 }).topP, 1);
   });
@@ -321,15 +328,15 @@ describe('parseChatRequest: tools and tool_choice', () => {
     },
   };
 
-  it('accepts the spec tool definition and copies it', () => {
+  it('accepts the spec tool definition and keeps it as sent', () => {
     assert.deepEqual(ok({ tools: [tool] }).tools, [tool]);
     assert.deepEqual(ok({ tools: [{ type: 'function', function: { name: 'f' } }] }).tools, [
       { type: 'function', function: { name: 'f' } },
     ]);
-    assert.deepEqual(ok({ tools: [] }).tools, []);
+    assert.equal(ok({ tools: [] }).tools, undefined, 'no tools offered');
     assert.equal(ok({ tools: null }).tools, undefined);
     const extra = ok({ tools: [{ type: 'function', function: { name: 'f', strict: true } }] }).tools?.[0];
-    assert.deepEqual(extra, { type: 'function', function: { name: 'f' } });
+    assert.deepEqual(extra, { type: 'function', function: { name: 'f', strict: true } });
   });
 
   it('refuses each broken part of a tool', () => {

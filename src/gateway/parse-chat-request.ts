@@ -1,15 +1,7 @@
-import { DEFAULT_TEMPERATURE, type ModelConfig } from '../config/config.ts';
+import type { ModelConfig } from '../config/config.ts';
 import { isObject } from '../core/json.ts';
 import { GatewayError, invalid as invalidParam } from '../shared/gateway-error.ts';
-import type {
-  ChatMessage,
-  ChatRequest,
-  ResponseFormat,
-  Role,
-  ToolCall,
-  ToolChoice,
-  ToolDefinition,
-} from './chat-types.ts';
+import type { ChatMessage, ChatRequest, Role, ToolCall, ToolDefinition } from '../core/chat-types.ts';
 
 const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'developer', 'user', 'assistant', 'tool']);
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -20,7 +12,6 @@ export const MAX_TOOLS = 128;
  * JSON.stringify recurses: a few thousand levels overflow the stack. Real tool schemas nest a dozen levels.
  */
 export const MAX_JSON_DEPTH = 64;
-export { DEFAULT_TEMPERATURE };
 
 /** The request's own fields: a message that starts with one of them (`messages[2].role must …`) names it. */
 const FIELDS =
@@ -72,12 +63,12 @@ export function parseChatRequest(
   checkDepth(body);
   const messages = rawMessages.map((raw: unknown, index) => parseMessage(raw, index));
 
-  const temperature = numberIn(body, 'temperature', 0, 2) ?? DEFAULT_TEMPERATURE;
-  const topP = numberIn(body, 'top_p', 0, 1);
+  numberIn(body, 'temperature', 0, 2);
+  numberIn(body, 'top_p', 0, 1);
   numberIn(body, 'presence_penalty', -2, 2);
   numberIn(body, 'frequency_penalty', -2, 2);
 
-  const maxTokens = parseMaxTokens(body, model);
+  checkMaxTokens(body, model);
   const stream = body['stream'];
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
     throw invalid('stream must be a boolean');
@@ -90,10 +81,10 @@ export function parseChatRequest(
       throw invalid('stream_options.include_usage must be a boolean');
     includeUsage = flag === true;
   }
-  const stop = parseStop(body['stop']);
+  checkStop(body['stop']);
   const tools = parseTools(body['tools']);
-  const toolChoice = parseToolChoice(body['tool_choice'], tools);
-  const responseFormat = parseResponseFormat(body['response_format']);
+  checkToolChoice(body['tool_choice'], tools);
+  checkResponseFormat(body['response_format']);
   const n = body['n'];
   if (n !== undefined && n !== null && n !== 1) throw invalid('n must be 1 (one choice per request)');
 
@@ -104,13 +95,7 @@ export function parseChatRequest(
       messages,
       stream: stream === true,
       includeUsage,
-      maxTokens,
-      temperature,
-      topP,
-      stop,
-      tools,
-      toolChoice,
-      responseFormat,
+      // Validated above: the fields ChatBody types hold the types it gives them.
       body,
     },
   };
@@ -133,8 +118,7 @@ function checkDepth(body: Record<string, unknown>): void {
   }
 }
 
-function parseMaxTokens(body: Record<string, unknown>, model: ModelConfig): number | undefined {
-  let result: number | undefined;
+function checkMaxTokens(body: Record<string, unknown>, model: ModelConfig): void {
   for (const field of ['max_tokens', 'max_completion_tokens']) {
     const value = body[field];
     if (value === undefined || value === null) continue;
@@ -142,9 +126,7 @@ function parseMaxTokens(body: Record<string, unknown>, model: ModelConfig): numb
       throw invalid(`${field} must be a positive integer`);
     if (value > model.maxOutputTokens)
       throw invalid(`${field} must be at most ${model.maxOutputTokens} for ${model.id}`);
-    result = result === undefined ? value : Math.min(result, value);
   }
-  return result;
 }
 
 function parseContent(raw: unknown, at: string, nullable: boolean): string | null {
@@ -204,10 +186,9 @@ function parseToolCalls(raw: unknown, at: string): ToolCall[] {
   });
 }
 
-function parseStop(raw: unknown): string[] | undefined {
-  if (raw === undefined || raw === null) return undefined;
-  if (typeof raw === 'string') return [raw];
-  if (Array.isArray(raw) && raw.length <= 4 && raw.every((item) => typeof item === 'string')) return raw;
+function checkStop(raw: unknown): void {
+  if (raw === undefined || raw === null || typeof raw === 'string') return;
+  if (Array.isArray(raw) && raw.length <= 4 && raw.every((item) => typeof item === 'string')) return;
   throw invalid('stop must be a string or an array of at most 4 strings');
 }
 
@@ -244,11 +225,11 @@ function parseTools(raw: unknown): ToolDefinition[] | undefined {
   });
 }
 
-function parseToolChoice(raw: unknown, tools: ToolDefinition[] | undefined): ToolChoice | undefined {
-  if (raw === undefined || raw === null) return undefined;
+function checkToolChoice(raw: unknown, tools: ToolDefinition[] | undefined): void {
+  if (raw === undefined || raw === null) return;
   if (raw === 'none' || raw === 'auto' || raw === 'required') {
     if (raw === 'required' && !tools?.length) throw invalid('tool_choice "required" needs tools');
-    return raw;
+    return;
   }
   if (
     isObject(raw) &&
@@ -259,16 +240,15 @@ function parseToolChoice(raw: unknown, tools: ToolDefinition[] | undefined): Too
     const name = raw['function']['name'];
     if (!tools?.some((tool) => tool.function.name === name))
       throw invalid(`tool_choice names ${name}, which is not in tools`);
-    return { type: 'function', function: { name } };
+    return;
   }
   throw invalid('tool_choice must be "none", "auto", "required" or {"type":"function","function":{"name"}}');
 }
 
-function parseResponseFormat(raw: unknown): ResponseFormat | undefined {
-  if (raw === undefined || raw === null) return undefined;
+function checkResponseFormat(raw: unknown): void {
+  if (raw === undefined || raw === null) return;
   const kind = isObject(raw) ? raw['type'] : undefined;
-  if (kind === 'text') return undefined;
-  if (kind === 'json_object') return { type: 'json_object' };
+  if (kind === 'text' || kind === 'json_object') return;
   if (kind !== 'json_schema' || !isObject(raw))
     throw invalid('response_format.type must be "text", "json_object" or "json_schema"');
   const spec = raw['json_schema'];
@@ -278,11 +258,4 @@ function parseResponseFormat(raw: unknown): ResponseFormat | undefined {
     throw invalid('response_format.json_schema.schema must be a JSON Schema object');
   if (spec['strict'] !== undefined && spec['strict'] !== null && typeof spec['strict'] !== 'boolean')
     throw invalid('response_format.json_schema.strict must be a boolean');
-  const format: ResponseFormat = {
-    type: 'json_schema',
-    json_schema: { name: spec['name'], schema: isObject(spec['schema']) ? spec['schema'] : {} },
-  };
-  if (typeof spec['description'] === 'string') format.json_schema.description = spec['description'];
-  if (typeof spec['strict'] === 'boolean') format.json_schema.strict = spec['strict'];
-  return format;
 }

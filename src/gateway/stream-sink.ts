@@ -1,8 +1,8 @@
 import type { RateLimits } from '../limits/limiter.ts';
 import type { GatewayError } from '../shared/gateway-error.ts';
-import type { Usage } from './chat-types.ts';
-import type { PassChunk } from './raw-chunk.ts';
-import type { StreamEvent } from './stream-event.ts';
+import type { Usage } from '../core/chat-types.ts';
+import type { PassChunk } from '../core/raw-chunk.ts';
+import type { StreamEvent } from '../core/stream-event.ts';
 
 /** Where a streamed answer's text goes: the HTTP layer's SSE writer, or anything else that can take text. */
 export interface TextSink {

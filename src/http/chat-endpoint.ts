@@ -7,7 +7,7 @@ import { bearerToken } from './auth-hook.ts';
 import { createClientAddress } from './client-address.ts';
 import { countJsonValues } from './count-json-values.ts';
 import { answerHeaders } from './answer-headers.ts';
-import { completionJson } from '../gateway/upstream-json.ts';
+import { completionJson } from '../core/upstream-json.ts';
 import { errorHeaders, isLogged, toGatewayError } from './error-handler.ts';
 import { asUser } from './routes/principal.ts';
 import { PLAYGROUND_PATH, playgroundCaller } from './playground-door.ts';
@@ -130,14 +130,14 @@ async function serveChat(
     const admitted = await services.gateway.admit(ctx, exchange.chatBody);
     if (admitted.request.stream) {
       const text = createSseSink(res, door.idHeaders(requestId));
-      await services.gateway.stream(admitted, exchange.streamSink(text, admitted));
+      await services.gateway.streamAnswer(admitted, exchange.streamSink(text, admitted));
       return;
     }
     const abort = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    const answered = await services.gateway.complete(admitted, abort.signal);
+    const answered = await services.gateway.wholeAnswer(admitted, abort.signal);
     const headers = Object.assign(answerHeaders(answered), door.idHeaders(requestId));
     // Chat completions answer with the completion itself: the upstream's own JSON text where it was kept.
     if (door === chatDoor || door === playgroundDoor)

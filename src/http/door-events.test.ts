@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Admitted } from '../gateway/chat-gateway.ts';
-import type { StreamEvent } from '../gateway/stream-event.ts';
+import type { StreamEvent } from '../core/stream-event.ts';
 import type { TextSink } from '../gateway/stream-sink.ts';
-import { chatRequestOf } from '../gateway/testing.ts';
+import { chatRequestOf } from '../core/testing.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { FrontDoor } from './front-door.ts';
 import { messagesDoor } from './messages-door.ts';

@@ -5,9 +5,9 @@ export type DoorEncoder = Omit<StreamSink, 'closed' | 'drain' | 'onClose'>;
 
 /**
  * A front door's StreamSink: its encoder, with `closed`, `drain` and `onClose` from its text sink. A class, so that
- * `closed` is a getter on the prototype: an object literal with a `get closed()` made per stream had everything its
- * closures hold (the stream's whole state, the request and response) outlive every young-generation collection
- * until the next full one, 5–14 KiB promoted per stream (docs/performance.md, "h19-fixed").
+ * `closed` is a getter on the prototype: an object literal with a `get closed()` made per stream keeps everything
+ * its closures hold (the stream's whole state, the request and response) alive through young-generation
+ * collections until the next full one (docs/performance.md).
  */
 class DoorSink implements StreamSink {
   readonly #text: TextSink;

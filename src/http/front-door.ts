@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Admitted } from '../gateway/chat-gateway.ts';
-import type { ChatCompletion } from '../gateway/chat-types.ts';
+import type { ChatCompletion } from '../core/chat-types.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Services } from '../services.ts';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Admitted } from '../gateway/chat-gateway.ts';
-import type { ChatCompletion, FinishReason, Usage } from '../gateway/chat-types.ts';
-import type { ToolEvent } from '../gateway/stream-event.ts';
+import type { ChatCompletion, FinishReason, Usage } from '../core/chat-types.ts';
+import type { ToolEvent } from '../core/stream-event.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { isObject } from '../core/json.ts';
 import { GatewayError, invalid } from '../shared/gateway-error.ts';

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Admitted } from '../gateway/chat-gateway.ts';
-import type { FinishReason, ToolCall, Usage } from '../gateway/chat-types.ts';
-import type { ToolEvent } from '../gateway/stream-event.ts';
+import type { FinishReason, ToolCall, Usage } from '../core/chat-types.ts';
+import type { ToolEvent } from '../core/stream-event.ts';
+import { DEFAULT_TEMPERATURE, knownParams } from '../core/known-params.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { isObject } from '../core/json.ts';
 import { GatewayError, invalid } from '../shared/gateway-error.ts';
@@ -254,6 +255,7 @@ function responseObject(
   usage: Usage | undefined,
 ): Json {
   const text = isObject(echo['text']) ? echo['text'] : { format: { type: 'text' } };
+  const known = knownParams(admitted.request.body);
   return {
     id,
     object: 'response',
@@ -262,7 +264,7 @@ function responseObject(
     error: null,
     incomplete_details:
       status === 'incomplete'
-        ? { reason: admitted.request.maxTokens !== undefined ? 'max_output_tokens' : 'content_filter' }
+        ? { reason: known.maxTokens !== undefined ? 'max_output_tokens' : 'content_filter' }
         : null,
     instructions: echo['instructions'] ?? null,
     max_output_tokens: echo['max_output_tokens'] ?? null,
@@ -272,11 +274,11 @@ function responseObject(
     previous_response_id: null,
     reasoning: { effort: null, summary: null },
     store: false,
-    temperature: admitted.request.temperature ?? null,
+    temperature: known.temperature ?? DEFAULT_TEMPERATURE,
     text,
     tool_choice: echo['tool_choice'] ?? 'auto',
     tools: Array.isArray(echo['tools']) ? echo['tools'] : [],
-    top_p: admitted.request.topP ?? null,
+    top_p: known.topP ?? null,
     truncation: 'disabled',
     usage:
       usage === undefined

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChatChunk, Usage } from '../gateway/chat-types.ts';
-import type { StreamEvent } from '../gateway/stream-event.ts';
-import type { PassChunk } from '../gateway/raw-chunk.ts';
+import type { ChatChunk, Usage } from '../core/chat-types.ts';
+import type { StreamEvent } from '../core/stream-event.ts';
+import type { PassChunk } from '../core/raw-chunk.ts';
 import { scanChunk } from '../providers/openai/scan-chunk.ts';
 import { chatCompletionsSink } from './sse-sink.ts';
 import { recordingSink } from '../gateway/testing.ts';

@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { ChatChunk } from '../gateway/chat-types.ts';
-import { ownBytes, type PassChunk, RawChunk } from '../gateway/raw-chunk.ts';
-import type { ToolEvent } from '../gateway/stream-event.ts';
+import type { ChatChunk } from '../core/chat-types.ts';
+import { ownBytes, type PassChunk, RawChunk } from '../core/raw-chunk.ts';
+import type { ToolEvent } from '../core/stream-event.ts';
 import { answerHeaders } from './answer-headers.ts';
 import { createDoorSink } from './door-sink.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';

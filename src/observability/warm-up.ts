@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Config } from '../config/config.ts';
-import { countPromptTokens } from '../gateway/count-tokens.ts';
+import { countPromptTokens } from '../core/count-tokens.ts';
 import { parseChatRequest } from '../gateway/parse-chat-request.ts';
 import { type Limiter, sharedLimiterOf } from '../limits/limiter.ts';
 import { utcDay } from '../shared/time.ts';

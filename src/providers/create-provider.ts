@@ -1,5 +1,5 @@
 import type { ProviderConfig, TimeoutsConfig } from '../config/config.ts';
-import type { Provider } from './provider.ts';
+import type { Provider } from '../core/provider.ts';
 import { providerPlugin } from './registry.ts';
 
 /** The adapter for a configured provider, built by its type's plug-in (src/providers/registry.ts). */

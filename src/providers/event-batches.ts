@@ -1,4 +1,4 @@
-import type { EventBatch } from '../gateway/stream-event.ts';
+import type { EventBatch } from '../core/stream-event.ts';
 import { SseByteScanner } from './sse.ts';
 import { releaseBody, toProviderError, type UpstreamResponse } from './upstream-http.ts';
 

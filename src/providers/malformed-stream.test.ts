@@ -3,9 +3,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { ProviderConfig, ProviderType } from '../config/config.ts';
-import type { ChatRequest } from '../gateway/chat-types.ts';
+import type { ChatRequest } from '../core/chat-types.ts';
 import { createProvider } from './create-provider.ts';
-import { ProviderError } from './provider.ts';
+import { ProviderError } from '../core/provider-error.ts';
 
 /** A first well-formed event of each protocol, then a broken one. */
 const FIRST_EVENT: Record<string, string> = {
@@ -61,13 +61,7 @@ describe('a malformed event in the middle of an upstream stream', () => {
         messages: [{ role: 'user', content: 'x' }],
         stream: true,
         includeUsage: false,
-        maxTokens: undefined,
-        temperature: 1,
-        topP: undefined,
-        stop: undefined,
-        tools: undefined,
-        toolChoice: undefined,
-        body: { model: 'm', messages: [{ role: 'user', content: 'x' }] },
+        body: { model: 'm', messages: [{ role: 'user', content: 'x' }], temperature: 1 },
       } satisfies ChatRequest;
       const signal = new AbortController().signal;
       await assert.rejects(

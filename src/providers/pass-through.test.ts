@@ -3,9 +3,10 @@ import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { RawChunk, type PassChunk } from '../gateway/raw-chunk.ts';
+import { RawChunk, type PassChunk } from '../core/raw-chunk.ts';
 import { scanChunk } from './openai/scan-chunk.ts';
-import { type PassThroughStream, ProviderError } from './provider.ts';
+import { type PassThroughStream } from '../core/provider.ts';
+import { ProviderError } from '../core/provider-error.ts';
 import { createUpstreamClient, DONE, type UpstreamClient } from './upstream-http.ts';
 
 const event = (content: string): string =>

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { ProviderConfig, TimeoutsConfig } from '../config/config.ts';
-import type { Provider } from './provider.ts';
+import type { Provider } from '../core/provider.ts';
 
 /** The environment: where the secrets a configuration names (`api_key_env`) are read. */
 export type Env = Readonly<Record<string, string | undefined>>;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { chatRequestOf } from '../gateway/testing.ts';
+import { chatRequestOf } from '../core/testing.ts';
 import { createProvider } from './create-provider.ts';
 import { PROVIDER_TYPES, PROVIDERS, providerPlugin } from './registry.ts';
 

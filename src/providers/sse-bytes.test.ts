@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ProviderError } from './provider.ts';
+import { ProviderError } from '../core/provider-error.ts';
 import { SseByteScanner } from './sse.ts';
 
 /** Scans `reads` in order; the events' data as text, and the events each read completed. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ProviderError } from './provider.ts';
+import { ProviderError } from '../core/provider-error.ts';
 import { parseSse, type SseEvent } from './sse.ts';
 
 async function events(...pieces: (string | Buffer)[]): Promise<SseEvent[]> {

@@ -1,4 +1,4 @@
-import { ProviderError } from './provider.ts';
+import { ProviderError } from '../core/provider-error.ts';
 
 export interface SseEvent {
   event: string | undefined;

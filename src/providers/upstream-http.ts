@@ -1,7 +1,8 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { TimeoutsConfig } from '../config/config.ts';
-import type { PassChunk } from '../gateway/raw-chunk.ts';
-import { type PassThroughHandler, type PassThroughStream, ProviderError, statusError } from './provider.ts';
+import type { PassChunk } from '../core/raw-chunk.ts';
+import { type PassThroughHandler, type PassThroughStream } from '../core/provider.ts';
+import { ProviderError, statusError } from '../core/provider-error.ts';
 import { parseSse, SseByteScanner, type SseEvent } from './sse.ts';
 
 export interface UpstreamResponse {

@@ -1,5 +1,5 @@
 import { GATEWAY_PARAMS, type ParamPolicy } from '../config/config.ts';
-import type { ChatRequest } from '../gateway/chat-types.ts';
+import type { ChatBody, ChatRequest } from '../core/chat-types.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 
 const GATEWAY_OWN: ReadonlySet<string> = new Set(GATEWAY_PARAMS);
@@ -29,7 +29,10 @@ const refuse = (field: string, model: string): GatewayError =>
  * thrown, so the router can try a deployment that accepts it), then applies the allow-list, drops, renames
  * and defaults. Pure; copies the body only when something changes, so a request the policy leaves alone costs
  * a few property reads. A field taken out is set to undefined, which JSON leaves out, rather than deleted,
- * which would slow the copy down for the serialiser. The typed `temperature` follows the body.
+ * which would slow the copy down for the serialiser.
+ *
+ * Names are the OpenAI vocabulary's, and the policy applies to the request's one form (`ChatRequest.body`)
+ * before any adapter translates it, so every upstream type sees the same shaped request.
  */
 export function applyParamPolicy(request: ChatRequest, policy: ParamPolicy): ChatRequest | GatewayError {
   const { deny, allow, drop, rename, defaults } = policy;
@@ -38,7 +41,7 @@ export function applyParamPolicy(request: ChatRequest, policy: ParamPolicy): Cha
     const field = deny[i]!;
     if (asksFor(field, body[field])) return refuse(field, request.model);
   }
-  let shaped: Record<string, unknown> | undefined;
+  let shaped: ChatBody | undefined;
   if (allow) {
     for (const field of Object.keys(body)) {
       if (GATEWAY_OWN.has(field) || allow.has(field) || body[field] === undefined) continue;
@@ -63,8 +66,5 @@ export function applyParamPolicy(request: ChatRequest, policy: ParamPolicy): Cha
     const [field, value] = defaults[i]!;
     if (!isSet((shaped ?? body)[field])) (shaped ??= { ...body })[field] = value;
   }
-  const sent = (shaped ?? body)['temperature'];
-  const temperature = typeof sent === 'number' ? sent : undefined;
-  if (!shaped && temperature === request.temperature) return request;
-  return { ...request, body: shaped ?? body, temperature };
+  return shaped ? { ...request, body: shaped } : request;
 }

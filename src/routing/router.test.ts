@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DeploymentConfig, ModelConfig, ParamPolicy, RoutingConfig } from '../config/config.ts';
 import { DEFAULT_PARAM_POLICY } from '../config/defaults.ts';
-import type { ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
-import type { EventBatch } from '../gateway/stream-event.ts';
-import { chatRequestOf } from '../gateway/testing.ts';
-import { type Provider, type ProviderCall, ProviderError } from '../providers/provider.ts';
+import type { ChatCompletion, ChatRequest } from '../core/chat-types.ts';
+import type { EventBatch } from '../core/stream-event.ts';
+import { chatRequestOf } from '../core/testing.ts';
+import { type Provider, type ProviderCall } from '../core/provider.ts';
+import { ProviderError } from '../core/provider-error.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { createSimulatorProvider } from '../providers/simulator/simulator-provider.ts';
 import { Router } from './router.ts';
@@ -133,7 +134,7 @@ describe('Router: choosing a deployment', () => {
   it('one deployment: the call goes to it with its upstream model name, and says who answered', async () => {
     const a = new ScriptedProvider('a');
     const { router } = createRouter({ models: [model('m', [deployment('a', 'up-1')])], providers: [a] });
-    const answer = await router.complete(chat(), signal(), 256);
+    const answer = await router.wholeAnswer(chat(), signal(), 256);
     assert.equal(answer.result.id, 'from-a');
     assert.equal(answer.deployment, 'a/up-1');
     assert.equal(answer.provider, 'a');
@@ -150,7 +151,7 @@ describe('Router: choosing a deployment', () => {
         providers: [new ScriptedProvider('a'), new ScriptedProvider('b')],
         random: () => draw,
       });
-      return (await router.complete(chat(), signal(), 256)).deployment;
+      return (await router.wholeAnswer(chat(), signal(), 256)).deployment;
     };
     assert.equal(await pick(0), 'a/heavy');
     assert.equal(await pick(0.74), 'a/heavy');
@@ -170,8 +171,7 @@ describe('Router: choosing a deployment', () => {
     });
     const request = chat();
     request.body['temperature'] = 0.5;
-    await router.complete(request, signal(), 256);
-    assert.equal(a.calls[0]!.request.temperature, undefined);
+    await router.wholeAnswer(request, signal(), 256);
     assert.equal(a.calls[0]!.request.body['temperature'], undefined);
     assert.equal(a.calls[0]!.request.body['model'], 'm', 'the rest of the body goes as sent');
   });
@@ -186,7 +186,7 @@ describe('Router: choosing a deployment', () => {
     });
     const request = chat();
     request.body['temperature'] = 0.5;
-    const answer = await router.complete(request, signal(), 256);
+    const answer = await router.wholeAnswer(request, signal(), 256);
     assert.equal(answer.deployment, 'b/lenient');
     assert.equal(answer.attempts, 1, 'a refusal by policy is not an attempt');
     assert.equal(a.calls.length, 0);
@@ -200,7 +200,7 @@ describe('Router: choosing a deployment', () => {
     });
     const request = chat();
     request.body['temperature'] = 0.5;
-    const error = await rejection(router.complete(request, signal(), 256));
+    const error = await rejection(router.wholeAnswer(request, signal(), 256));
     assert.equal(error.code, 'invalid_request');
     assert.equal(error.param, 'temperature');
   });
@@ -221,7 +221,7 @@ describe('Router: retries and fallbacks', () => {
       models: [model('m', [deployment('a', 'one'), deployment('b', 'two')])],
       providers: [a, b],
     });
-    const answer = await router.complete(chat(), signal(), 256);
+    const answer = await router.wholeAnswer(chat(), signal(), 256);
     assert.equal(answer.deployment, 'b/two');
     assert.equal(answer.attempts, 2);
     assert.deepEqual(failures, [['a/one', 'a', '503']]);
@@ -233,7 +233,7 @@ describe('Router: retries and fallbacks', () => {
       models: [model('m', [deployment('a', 'one')])],
       providers: [a],
     });
-    const answer = await router.complete(chat(), signal(), 256);
+    const answer = await router.wholeAnswer(chat(), signal(), 256);
     assert.equal(answer.attempts, 2);
     assert.equal(a.calls.length, 2);
     assert.deepEqual(failures, [['a/one', 'a', 'connect']], 'a failure without a status is named by kind');
@@ -251,7 +251,7 @@ describe('Router: retries and fallbacks', () => {
       ],
       providers: [a, b, c],
     });
-    const answer = await router.complete(chat(), signal(), 256);
+    const answer = await router.wholeAnswer(chat(), signal(), 256);
     assert.equal(answer.deployment, 'c/three');
     assert.equal(answer.attempts, 3);
     assert.equal(c.calls[0]!.upstreamModel, 'three');
@@ -264,7 +264,7 @@ describe('Router: retries and fallbacks', () => {
       providers: [a],
       routing: { maxAttempts: 3 },
     });
-    const error = await rejection(router.complete(chat(), signal(), 256));
+    const error = await rejection(router.wholeAnswer(chat(), signal(), 256));
     assert.equal(error.status, 502);
     assert.equal(error.code, 'provider_error');
     assert.equal(
@@ -282,7 +282,7 @@ describe('Router: retries and fallbacks', () => {
       providers: [a, b],
       routing: { maxAttempts: 3, breakerFailureThreshold: 1 },
     });
-    const error = await rejection(router.complete(chat(), signal(), 256, 'acct_1'));
+    const error = await rejection(router.wholeAnswer(chat(), signal(), 256, 'acct_1'));
     assert.equal(error.status, 500);
     assert.equal(error.code, 'internal_error');
     assert.doesNotMatch(error.message, /call stack/, 'the exception itself stays in the log');
@@ -302,7 +302,7 @@ describe('Router: retries and fallbacks', () => {
       models: [model('m', [deployment('a', 'up-secret-model'), deployment('b', 'two')])],
       providers: [a, b],
     });
-    const error = await rejection(router.complete(chat(), signal(), 256));
+    const error = await rejection(router.wholeAnswer(chat(), signal(), 256));
     assert.equal(error.code, 'invalid_request');
     assert.equal(error.message, 'the model rejected the request: m: messages too long');
     assert.equal(b.calls.length, 0);
@@ -316,7 +316,7 @@ describe('Router: retries and fallbacks', () => {
       providers: [a, b],
       routing: { breakerFailureThreshold: 1 },
     });
-    const error = await rejection(router.complete(chat(), signal(), 256));
+    const error = await rejection(router.wholeAnswer(chat(), signal(), 256));
     assert.equal(error.code, 'internal_error');
     assert.match(error.message, /cancelled by the client/);
     assert.equal(b.calls.length, 0);
@@ -336,7 +336,7 @@ describe('Router: retries and fallbacks', () => {
       providers: [a],
       routing: { retryBaseMs: 60_000, retryMaxMs: 60_000 },
     });
-    const pending = router.complete(chat(), controller.signal, 256);
+    const pending = router.wholeAnswer(chat(), controller.signal, 256);
     setImmediate(() => controller.abort());
     const started = performance.now();
     const error = await rejection(pending);
@@ -354,7 +354,7 @@ describe('Router: retries and fallbacks', () => {
       routing: { retryBaseMs: 1, retryMaxMs: 100 },
     });
     const started = performance.now();
-    const answer = await router.complete(chat(), signal(), 256);
+    const answer = await router.wholeAnswer(chat(), signal(), 256);
     assert.ok(performance.now() - started >= 39, 'the retry came after the upstream’s Retry-After');
     assert.equal(answer.attempts, 2);
   });
@@ -368,14 +368,14 @@ describe('Router: retries and fallbacks', () => {
       providers: [a, b],
       now: () => now,
     });
-    assert.equal((await router.complete(chat(), signal(), 256)).deployment, 'b/two');
+    assert.equal((await router.wholeAnswer(chat(), signal(), 256)).deployment, 'b/two');
     const blocked = router.health().find((h) => h['deployment'] === 'a/one');
     assert.equal(blocked?.['blocked_for_ms'], 10_000);
     now += 5_000;
-    await router.complete(chat(), signal(), 256);
+    await router.wholeAnswer(chat(), signal(), 256);
     assert.equal(a.calls.length, 1, 'not asked again while its Retry-After runs');
     now += 5_000;
-    await router.complete(chat(), signal(), 256);
+    await router.wholeAnswer(chat(), signal(), 256);
     assert.equal(a.calls.length, 2, 'asked again once it has passed');
   });
 });
@@ -388,9 +388,9 @@ describe('Router: circuit breakers', () => {
       providers: [a],
       routing: { maxAttempts: 1, breakerFailureThreshold: 1 },
     });
-    await rejection(router.complete(chat(), signal(), 256));
+    await rejection(router.wholeAnswer(chat(), signal(), 256));
     assert.equal(router.health()[0]?.['state'], 'open');
-    const error = await rejection(router.complete(chat(), signal(), 256));
+    const error = await rejection(router.wholeAnswer(chat(), signal(), 256));
     assert.equal(error.code, 'provider_error');
     assert.match(error.message, /\(last: no deployment available\)/);
     assert.equal(a.calls.length, 1, 'the open circuit was not called');
@@ -404,7 +404,7 @@ describe('Router: circuit breakers', () => {
       ],
       providers: [new ScriptedProvider('a'), new ScriptedProvider('b')],
     });
-    await router.complete(chat('n'), signal(), 256);
+    await router.wholeAnswer(chat('n'), signal(), 256);
     const health = router.health();
     assert.deepEqual(
       health.map((h) => [h['model'], h['deployment'], h['provider'], h['state']]),
@@ -433,7 +433,7 @@ describe('Router: breakers count only what upstreams do', () => {
       providers: [a],
       routing: { maxAttempts: 3, breakerFailureThreshold: 5 },
     });
-    for (let i = 0; i < 10; i++) await rejection(router.complete(chat(), signal(), 256, `acct_${i % 3}`));
+    for (let i = 0; i < 10; i++) await rejection(router.wholeAnswer(chat(), signal(), 256, `acct_${i % 3}`));
     assert.equal(router.health()[0]?.['state'], 'closed');
   });
 
@@ -452,13 +452,13 @@ describe('Router: breakers count only what upstreams do', () => {
       responseFormat: { type: 'json_schema', json_schema: { name: 'loop', schema: selfReferencing } },
     });
     for (let i = 0; i < 10; i++) {
-      const error = await rejection(router.complete(request, signal(), 256, 'acct_abuser'));
+      const error = await rejection(router.wholeAnswer(request, signal(), 256, 'acct_abuser'));
       assert.equal(error.status, 400);
       assert.equal(error.code, 'invalid_request');
       assert.match(error.message, /JSON schema asks for more than the model generates/);
     }
     assert.equal(router.health()[0]?.['state'], 'closed');
-    const answer = await router.complete(chat(), signal(), 256, 'acct_other');
+    const answer = await router.wholeAnswer(chat(), signal(), 256, 'acct_other');
     assert.equal(answer.attempts, 1, 'another account is served at once');
   });
 
@@ -469,7 +469,7 @@ describe('Router: breakers count only what upstreams do', () => {
       providers: [a],
       routing: { maxAttempts: 3, breakerFailureThreshold: 5 },
     });
-    for (let i = 0; i < 20; i++) await rejection(router.complete(chat(), signal(), 256, 'acct_alone'));
+    for (let i = 0; i < 20; i++) await rejection(router.wholeAnswer(chat(), signal(), 256, 'acct_alone'));
     assert.equal(a.calls.length, 60, 'every attempt reached the upstream');
     assert.equal(router.health()[0]?.['state'], 'closed');
     assert.equal(router.health()[0]?.['error_rate'], 1, '/health still says every attempt failed');
@@ -485,7 +485,7 @@ describe('Router: breakers count only what upstreams do', () => {
       providers: [a],
       routing: { maxAttempts: 1, breakerFailureThreshold: 5 },
     });
-    for (let i = 0; i < 5; i++) await rejection(router.complete(chat(), signal(), 256, 'acct_alone'));
+    for (let i = 0; i < 5; i++) await rejection(router.wholeAnswer(chat(), signal(), 256, 'acct_alone'));
     assert.equal(router.health()[0]?.['state'], 'open');
     assert.equal(a.calls.length, 5);
   });
@@ -500,10 +500,10 @@ describe('Router: breakers count only what upstreams do', () => {
     const accounts = ['acct_1', 'acct_2', 'acct_3', 'acct_1', 'acct_2'];
     for (const [index, account] of accounts.entries()) {
       assert.equal(router.health()[0]?.['state'], 'closed', `before failure ${index + 1}`);
-      await rejection(router.complete(chat(), signal(), 256, account));
+      await rejection(router.wholeAnswer(chat(), signal(), 256, account));
     }
     assert.equal(router.health()[0]?.['state'], 'open');
-    const skipped = await rejection(router.complete(chat(), signal(), 256, 'acct_4'));
+    const skipped = await rejection(router.wholeAnswer(chat(), signal(), 256, 'acct_4'));
     assert.match(skipped.message, /no deployment available/);
     assert.equal(a.calls.length, 5);
   });
@@ -515,10 +515,10 @@ describe('Router: breakers count only what upstreams do', () => {
       providers: [a],
       routing: { maxAttempts: 1, breakerFailureThreshold: 5 },
     });
-    for (let i = 0; i < 10; i++) await rejection(router.complete(chat(), signal(), 256, 'acct_a'));
-    await rejection(router.complete(chat(), signal(), 256, 'acct_b'));
+    for (let i = 0; i < 10; i++) await rejection(router.wholeAnswer(chat(), signal(), 256, 'acct_a'));
+    await rejection(router.wholeAnswer(chat(), signal(), 256, 'acct_b'));
     assert.equal(router.health()[0]?.['state'], 'closed', 'a counts 3, b 1: 4 of 5');
-    await rejection(router.complete(chat(), signal(), 256, 'acct_b'));
+    await rejection(router.wholeAnswer(chat(), signal(), 256, 'acct_b'));
     assert.equal(router.health()[0]?.['state'], 'open');
   });
 });

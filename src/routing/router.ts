@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeploymentConfig, ModelConfig, RoutingConfig } from '../config/config.ts';
-import type { ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
-import type { EventBatch } from '../gateway/stream-event.ts';
-import { type PassThroughStream, type Provider, ProviderError } from '../providers/provider.ts';
+import type { ChatCompletion, ChatRequest } from '../core/chat-types.ts';
+import type { EventBatch } from '../core/stream-event.ts';
+import { offersPassThrough, type PassThroughStream, type Provider } from '../core/provider.ts';
+import { ProviderError } from '../core/provider-error.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Clock } from '../shared/ids.ts';
 import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
@@ -107,7 +108,7 @@ export class Router {
    * A whole completion from the first deployment that gives one. `account`: whose request it is (a circuit
    * opens only on failures more than one account met).
    */
-  complete(
+  wholeAnswer(
     request: ChatRequest,
     signal: AbortSignal,
     defaultMaxTokens: number,
@@ -145,7 +146,7 @@ export class Router {
         defaultMaxTokens,
         headers,
       };
-      if (passThrough && deployment.provider.passThrough)
+      if (passThrough && offersPassThrough(deployment.provider))
         return { passThrough: await deployment.provider.passThrough(call) };
       const chunks = deployment.provider.stream(call);
       const iterator = chunks[Symbol.asyncIterator]();

@@ -10,6 +10,8 @@ import {
 import type { TextMapPropagator } from '@opentelemetry/api';
 import type { AttemptObserver, AttemptWatch } from '../../routing/attempt-observer.ts';
 import { GEN_AI, PROVIDER_NAMES, TOLLGATE } from './gen-ai-attributes.ts';
+import type { ChatBody } from '../../core/chat-types.ts';
+import { DEFAULT_TEMPERATURE, knownParams } from '../../core/known-params.ts';
 
 /** What a request's trace needs from the tracer: kept apart so a trace is made without knowing the SDK. */
 export interface TraceKit {
@@ -75,16 +77,13 @@ export class RequestTrace implements AttemptObserver {
   }
 
   /** The request was read: its model and parameters (never its messages), and who asked. */
-  requested(
-    request: { model: string; maxTokens: number | undefined; temperature: number | undefined },
-    accountId: string,
-    keyId: string,
-  ): void {
+  requested(request: { model: string; body: ChatBody }, accountId: string, keyId: string): void {
     this.#model = request.model;
     this.#span.updateName(`chat ${request.model}`);
     const attributes: Attributes = { [GEN_AI.operation]: 'chat', [GEN_AI.requestModel]: request.model };
-    if (request.maxTokens !== undefined) attributes[GEN_AI.maxTokens] = request.maxTokens;
-    if (request.temperature !== undefined) attributes[GEN_AI.temperature] = request.temperature;
+    const known = knownParams(request.body);
+    if (known.maxTokens !== undefined) attributes[GEN_AI.maxTokens] = known.maxTokens;
+    attributes[GEN_AI.temperature] = known.temperature ?? DEFAULT_TEMPERATURE;
     this.#requestAttributes = attributes;
     this.#span.setAttributes(attributes);
     this.#span.setAttributes({ [TOLLGATE.accountId]: accountId, [TOLLGATE.keyId]: keyId });

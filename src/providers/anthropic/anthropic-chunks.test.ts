@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it, mock } from 'node:test';
-import type { ChatChunk, Usage } from '../../gateway/chat-types.ts';
-import { type PassChunk, RawChunk, RawText } from '../../gateway/raw-chunk.ts';
-import type { StreamEvent } from '../../gateway/stream-event.ts';
+import type { ChatChunk, Usage } from '../../core/chat-types.ts';
+import { type PassChunk, RawChunk, RawText } from '../../core/raw-chunk.ts';
+import type { StreamEvent } from '../../core/stream-event.ts';
 import { chatCompletionsSink } from '../../http/sse-sink.ts';
-import { ProviderError } from '../provider.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import { DONE } from '../upstream-http.ts';
 import { anthropicChunks } from './anthropic-chunks.ts';
 import { anthropicDecoder } from './anthropic-provider.ts';

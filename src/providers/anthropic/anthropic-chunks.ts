@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
-import type { ChatChunk } from '../../gateway/chat-types.ts';
-import { type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
-import type { StreamEvent } from '../../gateway/stream-event.ts';
+import type { ChatChunk } from '../../core/chat-types.ts';
+import { type PassChunk, RawChunk } from '../../core/raw-chunk.ts';
+import type { StreamEvent } from '../../core/stream-event.ts';
 import { DONE, type EventChunks } from '../upstream-http.ts';
 import type { EventDecoder } from '../event-batches.ts';
 import { lastTextDelta, textDeltaStart } from './text-delta.ts';

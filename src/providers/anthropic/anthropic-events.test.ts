@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { StreamEvent } from '../../gateway/stream-event.ts';
-import { ProviderError } from '../provider.ts';
+import type { StreamEvent } from '../../core/stream-event.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import { anthropicDecoder } from './anthropic-provider.ts';
 import { STRUCTURED_TOOL } from './convert-anthropic.ts';
 import { quietEvent, textDeltaOf } from './text-delta.ts';

@@ -1,13 +1,14 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
-import type { EventBatch } from '../../gateway/stream-event.ts';
+import type { EventBatch } from '../../core/stream-event.ts';
 import { type EventDecoder, readEventBatches } from '../event-batches.ts';
-import { callHeaders, type Provider, ProviderError } from '../provider.ts';
+import { callHeaders, type PassThroughProvider } from '../../core/provider.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import { createUpstreamClient, errorFromResponse, parseEventData } from '../upstream-http.ts';
 import {
   STRUCTURED_TOOL,
   type AnthropicResponse,
   type AnthropicUsage,
-  anthropicPromptTokens,
+  anthropicUsage,
   convertAnthropicResponse,
   convertToAnthropicRequest,
   mapAnthropicStopReason,
@@ -29,7 +30,10 @@ interface StreamEvent {
 }
 
 /** Anthropic's Messages API, in and out of the chat-completion convention. */
-export function createAnthropicProvider(config: ProviderConfig, timeouts: TimeoutsConfig): Provider {
+export function createAnthropicProvider(
+  config: ProviderConfig,
+  timeouts: TimeoutsConfig,
+): PassThroughProvider {
   const client = createUpstreamClient(config.baseUrl, timeouts);
   const path = config.baseUrl.endsWith('/v1') ? '/messages' : '/v1/messages';
   const headers: Record<string, string> = { 'anthropic-version': API_VERSION, ...config.headers };
@@ -139,16 +143,7 @@ export function anthropicDecoder(): EventDecoder {
         case 'message_stop': {
           // A message_stop with no message_delta before it still ends the choice.
           if (!stopped) out.push({ type: 'finish', reason: 'stop' });
-          const prompt = anthropicPromptTokens(usage);
-          const completion = usage.output_tokens ?? 0;
-          out.push({
-            type: 'usage',
-            usage: {
-              prompt_tokens: prompt,
-              completion_tokens: completion,
-              total_tokens: prompt + completion,
-            },
-          });
+          out.push({ type: 'usage', usage: anthropicUsage(usage) });
           return true;
         }
         case 'error': {

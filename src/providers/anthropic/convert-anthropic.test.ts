@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChatMessage, ChatRequest } from '../../gateway/chat-types.ts';
-import { chatRequestOf } from '../../gateway/testing.ts';
-import { ProviderError } from '../provider.ts';
+import type { ChatMessage, ChatRequest } from '../../core/chat-types.ts';
+import { chatRequestOf, type RequestFields } from '../../core/testing.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import {
   anthropicPromptTokens,
   type AnthropicResponse,
@@ -12,7 +12,7 @@ import {
   STRUCTURED_TOOL,
 } from './convert-anthropic.ts';
 
-const request = (fields: Partial<ChatRequest> = {}): ChatRequest =>
+const request = (fields: RequestFields = {}): ChatRequest =>
   chatRequestOf({
     model: 'model-c',
     messages: [{ role: 'user', content: 'hello' }],
@@ -20,7 +20,7 @@ const request = (fields: Partial<ChatRequest> = {}): ChatRequest =>
     ...fields,
   });
 
-const convert = (fields: Partial<ChatRequest> = {}, stream = false): Record<string, unknown> =>
+const convert = (fields: RequestFields = {}, stream = false): Record<string, unknown> =>
   convertToAnthropicRequest(request(fields), 'claude-upstream', 1024, stream);
 
 const WEATHER = {

@@ -5,8 +5,10 @@ import type {
   FinishReason,
   ToolCall,
   ToolChoice,
-} from '../../gateway/chat-types.ts';
-import { ProviderError } from '../provider.ts';
+  Usage,
+} from '../../core/chat-types.ts';
+import { knownParams } from '../../core/known-params.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 
 /**
  * The tool a structured answer comes through: the Messages API has no `response_format`, so the schema is
@@ -51,6 +53,7 @@ export function convertToAnthropicRequest(
   defaultMaxTokens: number,
   stream: boolean,
 ): Record<string, unknown> {
+  const known = knownParams(request.body);
   const system = request.messages
     .filter((message) => message.role === 'system' || message.role === 'developer')
     .map((message) => message.content ?? '')
@@ -66,16 +69,16 @@ export function convertToAnthropicRequest(
   }
   const body: Record<string, unknown> = {
     model: upstreamModel,
-    max_tokens: request.maxTokens ?? defaultMaxTokens,
+    max_tokens: known.maxTokens ?? defaultMaxTokens,
     messages,
   };
   if (system) body['system'] = system;
   // Anthropic's temperature runs 0–1; the convention's 0–2 is clamped to it.
-  if (request.temperature !== undefined) body['temperature'] = Math.min(1, request.temperature);
-  if (request.topP !== undefined) body['top_p'] = request.topP;
-  if (request.stop) body['stop_sequences'] = request.stop;
+  if (known.temperature !== undefined) body['temperature'] = Math.min(1, known.temperature);
+  if (known.topP !== undefined) body['top_p'] = known.topP;
+  if (known.stop) body['stop_sequences'] = known.stop;
   const tools: Record<string, unknown>[] = [];
-  const userTools = request.tools?.length && request.toolChoice !== 'none' ? request.tools : [];
+  const userTools = known.tools && known.toolChoice !== 'none' ? known.tools : [];
   for (const tool of userTools) {
     tools.push({
       name: tool.function.name,
@@ -83,8 +86,8 @@ export function convertToAnthropicRequest(
       input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
     });
   }
-  let choice = userTools.length > 0 ? convertToolChoice(request.toolChoice) : undefined;
-  const format = request.responseFormat;
+  let choice = userTools.length > 0 ? convertToolChoice(known.toolChoice) : undefined;
+  const format = known.responseFormat;
   if (format) {
     const schema = format.type === 'json_schema' ? format.json_schema.schema : { type: 'object' };
     if (schema['type'] !== undefined && schema['type'] !== 'object')
@@ -173,6 +176,13 @@ export function mapAnthropicStopReason(reason: string | null | undefined): Finis
 export const anthropicPromptTokens = (usage: AnthropicUsage): number =>
   (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
 
+/** An Anthropic `usage` object as the canonical count: the one place this adapter reads token counts. */
+export function anthropicUsage(usage: AnthropicUsage): Usage {
+  const prompt = anthropicPromptTokens(usage);
+  const completion = usage.output_tokens ?? 0;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
 /** A whole Messages API answer as a chat completion. */
 export function convertAnthropicResponse(response: AnthropicResponse): ChatCompletion {
   let text = '';
@@ -195,8 +205,6 @@ export function convertAnthropicResponse(response: AnthropicResponse): ChatCompl
     }
   }
   if (structured && toolCalls.length > 0) text = '';
-  const promptTokens = anthropicPromptTokens(response.usage);
-  const completionTokens = response.usage.output_tokens ?? 0;
   const finish = mapAnthropicStopReason(response.stop_reason);
   return {
     id: response.id,
@@ -214,10 +222,6 @@ export function convertAnthropicResponse(response: AnthropicResponse): ChatCompl
         finish_reason: finish === 'tool_calls' && toolCalls.length === 0 ? 'stop' : finish,
       },
     ],
-    usage: {
-      prompt_tokens: promptTokens,
-      completion_tokens: completionTokens,
-      total_tokens: promptTokens + completionTokens,
-    },
+    usage: anthropicUsage(response.usage),
   };
 }

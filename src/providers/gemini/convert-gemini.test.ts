@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChatRequest } from '../../gateway/chat-types.ts';
-import { chatRequestOf } from '../../gateway/testing.ts';
+import type { ChatRequest } from '../../core/chat-types.ts';
+import { chatRequestOf } from '../../core/testing.ts';
 import {
   convertGeminiResponse,
   convertToGeminiRequest,
@@ -52,7 +52,7 @@ describe('convert-gemini', () => {
     const json = convertToGeminiRequest({
       ...base,
       messages: [{ role: 'user', content: 'x' }],
-      responseFormat: { type: 'json_object' },
+      body: { ...base.body, response_format: { type: 'json_object' } },
     });
     assert.deepEqual(json['generationConfig'], { temperature: 0.7, responseMimeType: 'application/json' });
     const tools = [{ type: 'function' as const, function: { name: 'f' } }];
@@ -63,8 +63,7 @@ describe('convert-gemini', () => {
       const body = convertToGeminiRequest({
         ...base,
         messages: [{ role: 'user', content: 'x' }],
-        tools,
-        toolChoice: choice,
+        body: { ...base.body, tools, tool_choice: choice },
       });
       assert.deepEqual(body['toolConfig'], { functionCallingConfig: { mode } });
     }

@@ -6,7 +6,8 @@ import type {
   FinishReason,
   ToolCall,
   Usage,
-} from '../../gateway/chat-types.ts';
+} from '../../core/chat-types.ts';
+import { knownParams } from '../../core/known-params.ts';
 
 /** One part of a Gemini `Content` (the kinds we send or read; others are ignored). */
 export interface GeminiPart {
@@ -63,28 +64,29 @@ export function convertToGeminiRequest(request: ChatRequest): Record<string, unk
   const body: Record<string, unknown> = { contents };
   if (system) body['systemInstruction'] = { parts: [{ text: system }] };
 
-  const generationConfig: Record<string, unknown> = { temperature: request.temperature };
-  if (request.topP !== undefined) generationConfig['topP'] = request.topP;
-  if (request.maxTokens !== undefined) generationConfig['maxOutputTokens'] = request.maxTokens;
-  if (request.stop) generationConfig['stopSequences'] = request.stop;
-  const format = request.responseFormat;
+  const known = knownParams(request.body);
+  const generationConfig: Record<string, unknown> = { temperature: known.temperature };
+  if (known.topP !== undefined) generationConfig['topP'] = known.topP;
+  if (known.maxTokens !== undefined) generationConfig['maxOutputTokens'] = known.maxTokens;
+  if (known.stop) generationConfig['stopSequences'] = known.stop;
+  const format = known.responseFormat;
   if (format) {
     generationConfig['responseMimeType'] = 'application/json';
     if (format.type === 'json_schema') generationConfig['responseJsonSchema'] = format.json_schema.schema;
   }
   body['generationConfig'] = generationConfig;
 
-  if (request.tools?.length) {
+  if (known.tools) {
     body['tools'] = [
       {
-        functionDeclarations: request.tools.map((tool) => ({
+        functionDeclarations: known.tools.map((tool) => ({
           name: tool.function.name,
           ...(tool.function.description ? { description: tool.function.description } : {}),
           ...(tool.function.parameters ? { parametersJsonSchema: tool.function.parameters } : {}),
         })),
       },
     ];
-    const choice = request.toolChoice;
+    const choice = known.toolChoice;
     if (choice === 'none') body['toolConfig'] = { functionCallingConfig: { mode: 'NONE' } };
     else if (choice === 'required') body['toolConfig'] = { functionCallingConfig: { mode: 'ANY' } };
     else if (typeof choice === 'object')

@@ -1,7 +1,8 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
-import type { EventBatch } from '../../gateway/stream-event.ts';
+import type { EventBatch } from '../../core/stream-event.ts';
 import { type EventDecoder, readEventBatches } from '../event-batches.ts';
-import { callHeaders, type Provider, ProviderError } from '../provider.ts';
+import { callHeaders, type Provider } from '../../core/provider.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import { createUpstreamClient, errorFromResponse, parseEventData } from '../upstream-http.ts';
 import {
   type GeminiResponse,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChatChunk } from '../../gateway/chat-types.ts';
-import type { StreamEvent } from '../../gateway/stream-event.ts';
+import type { ChatChunk } from '../../core/chat-types.ts';
+import type { StreamEvent } from '../../core/stream-event.ts';
 import { chunkEvents } from './chunk-events.ts';
 
 const chunk = (choices: ChatChunk['choices'], extra: Partial<ChatChunk> = {}): ChatChunk => ({

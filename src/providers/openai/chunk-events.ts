@@ -1,5 +1,5 @@
-import type { ChatChunk } from '../../gateway/chat-types.ts';
-import type { EventBatch } from '../../gateway/stream-event.ts';
+import type { ChatChunk } from '../../core/chat-types.ts';
+import type { EventBatch } from '../../core/stream-event.ts';
 
 /**
  * A chat-completion chunk as canonical events, into `out`: `start` before the stream's first chunk (`started`

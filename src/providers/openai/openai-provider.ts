@@ -1,18 +1,19 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
-import type { ChatChunk, ChatCompletion } from '../../gateway/chat-types.ts';
-import { callHeaders, type Provider, type ProviderCall, ProviderError } from '../provider.ts';
+import type { ChatChunk, ChatCompletion } from '../../core/chat-types.ts';
+import { callHeaders, type PassThroughProvider, type ProviderCall } from '../../core/provider.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import { ChunkScanner } from './scan-chunk.ts';
-import type { PassChunk } from '../../gateway/raw-chunk.ts';
+import type { PassChunk } from '../../core/raw-chunk.ts';
 import { createUpstreamClient, DONE, parseEventData, errorFromResponse } from '../upstream-http.ts';
 import { type EventDecoder, readEventBatches } from '../event-batches.ts';
 import { chunkEvents } from './chunk-events.ts';
-import { keepUpstreamJson } from '../../gateway/upstream-json.ts';
+import { keepUpstreamJson } from '../../core/upstream-json.ts';
 
 /**
  * Any OpenAI-compatible upstream (OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp, DeepSeek, Groq, Together,
  * Mistral …): the client's body goes through unchanged but for `model`, and streams always ask for usage.
  */
-export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsConfig): Provider {
+export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsConfig): PassThroughProvider {
   const client = createUpstreamClient(config.baseUrl, timeouts);
   const headers: Record<string, string> = { ...config.headers };
   if (config.apiKey) headers['authorization'] = `Bearer ${config.apiKey}`;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { isUtf8 } from 'node:buffer';
 import { describe, it } from 'node:test';
-import { RawChunk } from '../../gateway/raw-chunk.ts';
+import { RawChunk } from '../../core/raw-chunk.ts';
 import { ChunkScanner, scanChunk } from './scan-chunk.ts';
 
 const scan = (text: string | Buffer): RawChunk | undefined =>

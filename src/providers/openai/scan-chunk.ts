@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { RawChunk } from '../../gateway/raw-chunk.ts';
+import { RawChunk } from '../../core/raw-chunk.ts';
 
 /**
  * Checks one event's data as a chat-completion chunk without building it: a strict JSON syntax check of the bytes

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChatChunk, ChatRequest } from '../../gateway/chat-types.ts';
-import type { StreamEvent } from '../../gateway/stream-event.ts';
-import { chatRequestOf } from '../../gateway/testing.ts';
-import { type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
+import type { ChatChunk, ChatRequest } from '../../core/chat-types.ts';
+import type { StreamEvent } from '../../core/stream-event.ts';
+import { chatRequestOf, type RequestFields } from '../../core/testing.ts';
+import { type PassChunk, RawChunk } from '../../core/raw-chunk.ts';
 import { chunkEvents } from '../openai/chunk-events.ts';
-import { ProviderError } from '../provider.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import { createSimulatorProvider } from './simulator-provider.ts';
 
 const simulator = createSimulatorProvider({ id: 'simulator', chunkIntervalMs: 0, firstTokenMs: 0 });
 
-const request = (fields: Partial<ChatRequest> = {}, body: Record<string, unknown> = {}): ChatRequest =>
+const request = (fields: RequestFields = {}, body: Record<string, unknown> = {}): ChatRequest =>
   chatRequestOf({ model: 'm', messages: [{ role: 'user', content: 'Hello there' }], body, ...fields });
 
 const complete = (r: ChatRequest) =>
@@ -249,7 +249,7 @@ describe('the simulator’s pass-through stream', () => {
   /** The pass-through chunks as JSON values: raw ones parsed from their bytes (checking what they locate). */
   /** The pass-through stream's chunks (every one naming the upstream model), as canonical events. */
   async function passedThrough(r: ChatRequest): Promise<StreamEvent[]> {
-    const stream = await simulator.passThrough!({
+    const stream = await simulator.passThrough({
       request: r,
       upstreamModel: 'up-"model"-é',
       signal: new AbortController().signal,
@@ -293,7 +293,7 @@ describe('the simulator’s pass-through stream', () => {
 describe('the simulator’s paced pass-through stream', () => {
   const paced = createSimulatorProvider({ id: 'paced', chunkIntervalMs: 5, firstTokenMs: 0 });
   const open = (signal = new AbortController().signal) =>
-    paced.passThrough!({ request: request(), upstreamModel: 'm', signal, defaultMaxTokens: 100 });
+    paced.passThrough({ request: request(), upstreamModel: 'm', signal, defaultMaxTokens: 100 });
   const textOf = (chunk: PassChunk): string =>
     chunk instanceof RawChunk ? chunk.text : (chunk.choices[0]?.delta.content ?? '');
 

@@ -1,7 +1,7 @@
 import { hash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decode } from 'gpt-tokenizer';
-import { countPromptTokensYielding, countTextTokens, encodeText } from '../../gateway/count-tokens.ts';
+import { countPromptTokensYielding, countTextTokens, encodeText } from '../../core/count-tokens.ts';
 import type {
   ChatChunk,
   ChatCompletion,
@@ -9,17 +9,18 @@ import type {
   FinishReason,
   ToolCall,
   ToolDefinition,
-} from '../../gateway/chat-types.ts';
-import { ownBytes, type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
-import type { EventBatch } from '../../gateway/stream-event.ts';
+} from '../../core/chat-types.ts';
+import { knownParams, type KnownParams } from '../../core/known-params.ts';
+import { ownBytes, type PassChunk, RawChunk } from '../../core/raw-chunk.ts';
+import type { EventBatch } from '../../core/stream-event.ts';
 import { chunkEvents } from '../openai/chunk-events.ts';
 import {
   type PassThroughHandler,
   type PassThroughStream,
-  type Provider,
+  type PassThroughProvider,
   type ProviderCall,
-  ProviderError,
-} from '../provider.ts';
+} from '../../core/provider.ts';
+import { ProviderError } from '../../core/provider-error.ts';
 import { SchemaBudgetError, schemaInstance } from './schema-instance.ts';
 
 const WORDS = (
@@ -30,6 +31,8 @@ const WORDS = (
 interface Answer {
   text: string;
   toolCall: ToolCall | undefined;
+  /** The request asked for structured output (its text is JSON, cut into pieces as JSON). */
+  structured: boolean;
   finishReason: FinishReason;
   completionTokens: number;
 }
@@ -49,7 +52,7 @@ export function createSimulatorProvider(options: {
   id: string;
   chunkIntervalMs: number;
   firstTokenMs: number;
-}): Provider {
+}): PassThroughProvider {
   return {
     id: options.id,
     async complete(call) {
@@ -136,7 +139,11 @@ interface Begun {
  * hundreds of milliseconds) is counted in slices that let the event loop turn.
  */
 const promptTokensOf = (call: ProviderCall): number | Promise<number> =>
-  countPromptTokensYielding(call.request.messages, call.request.tools, Number.POSITIVE_INFINITY);
+  countPromptTokensYielding(
+    call.request.messages,
+    knownParams(call.request.body).tools,
+    Number.POSITIVE_INFINITY,
+  );
 
 function begin(call: ProviderCall, promptTokens: number): Begun {
   return {
@@ -191,7 +198,7 @@ function plan(call: ProviderCall, options: PlanOptions, begun: Begun): Step[] {
   } else {
     const logprobs = wantsLogprobs(call.request);
     let logprobTokens = MAX_LOGPROB_TOKENS;
-    const text = new Pieces(answer.text, call.request.responseFormat !== undefined);
+    const text = new Pieces(answer.text, answer.structured);
     for (let index = 0; index < text.count; index++) {
       const piece = text.next();
       const next = chunk(index === 0 ? { role: 'assistant', content: piece } : { content: piece });
@@ -267,7 +274,7 @@ function passPlan(call: ProviderCall, options: PlanOptions, promptTokens: number
     let at = 0;
     return { count: steps.length, afterMs: (index) => steps[index]!.afterMs, next: () => steps[at++]!.chunk };
   }
-  const text = new Pieces(answer.text, call.request.responseFormat !== undefined);
+  const text = new Pieces(answer.text, answer.structured);
   const bytes = rawChunks(base);
   const { firstTokenMs, chunkIntervalMs } = options;
   // The text's pieces, then the finish reason and the usage, both at once after the last piece.
@@ -425,8 +432,9 @@ function digest(request: ChatRequest): Buffer {
 /** The deterministic answer: a tool call when tools are offered and not yet used (or forced), else text or JSON. */
 function compose(request: ChatRequest): Answer {
   const seed = digest(request);
+  const known = knownParams(request.body);
   const last = request.messages.at(-1);
-  const tool = pickTool(request, last?.role === 'tool');
+  const tool = pickTool(known, last?.role === 'tool');
   if (tool) {
     const args = JSON.stringify(
       instanceOf(tool.function.parameters ?? { type: 'object' }, 'the tool’s parameters'),
@@ -439,6 +447,7 @@ function compose(request: ChatRequest): Answer {
     return {
       text: '',
       toolCall,
+      structured: known.responseFormat !== undefined,
       finishReason: 'tool_calls',
       completionTokens: countTextTokens(tool.function.name) + countTextTokens(args) + 3,
     };
@@ -448,19 +457,25 @@ function compose(request: ChatRequest): Answer {
   for (let i = 0; i < wordCount; i++) words.push(WORDS[(seed[i % seed.length]! + i * 7) % WORDS.length]!);
   let text = `${last?.role === 'tool' ? 'From the tool result: ' : ''}${words.join(' ')}.`;
   text = text[0]!.toUpperCase() + text.slice(1);
-  const format = request.responseFormat;
+  const format = known.responseFormat;
   if (format?.type === 'json_object') text = JSON.stringify({ answer: text });
   else if (format?.type === 'json_schema')
     text = JSON.stringify(instanceOf(format.json_schema.schema, 'the response format’s'));
   let finishReason: FinishReason = 'stop';
-  if (request.stop) text = cutAtStop(text, request.stop);
+  if (known.stop) text = cutAtStop(text, known.stop);
   let tokens = encodeText(text);
-  if (request.maxTokens !== undefined && tokens.length > request.maxTokens) {
-    tokens = tokens.slice(0, request.maxTokens);
+  if (known.maxTokens !== undefined && tokens.length > known.maxTokens) {
+    tokens = tokens.slice(0, known.maxTokens);
     text = decode(tokens);
     finishReason = 'length';
   }
-  return { text, toolCall: undefined, finishReason, completionTokens: tokens.length };
+  return {
+    text,
+    toolCall: undefined,
+    structured: format !== undefined,
+    finishReason,
+    completionTokens: tokens.length,
+  };
 }
 
 /**
@@ -491,8 +506,8 @@ function cutAtStop(text: string, stop: string[]): string {
 }
 
 /** `tool_choice`: none → no call; a named function → that one; required → a call even after a tool result. */
-function pickTool(request: ChatRequest, afterToolResult: boolean): ToolDefinition | undefined {
-  const { tools, toolChoice } = request;
+function pickTool(known: KnownParams, afterToolResult: boolean): ToolDefinition | undefined {
+  const { tools, toolChoice } = known;
   if (!tools?.length || toolChoice === 'none') return undefined;
   if (typeof toolChoice === 'object')
     return tools.find((tool) => tool.function.name === toolChoice.function.name);

@@ -33,25 +33,35 @@ export type ResponseFormat =
 
 export type ToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
 
-/** A validated chat request: typed fields for the gateway, and the body as sent for pass-through. */
+/**
+ * A chat request's body in the OpenAI vocabulary: the fields the gateway reads typed (as sent, once
+ * parseChatRequest has validated them; null is "not set"), every other field as the client sent it.
+ */
+export interface ChatBody {
+  temperature?: number | null;
+  top_p?: number | null;
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  stop?: string | string[] | null;
+  tools?: ToolDefinition[] | null;
+  tool_choice?: ToolChoice | null;
+  response_format?: ResponseFormat | { type: 'text' } | null;
+  [field: string]: unknown;
+}
+
+/**
+ * A validated chat request, held once: `body` is the request in the OpenAI vocabulary, the one form a
+ * deployment's parameter policy edits and every adapter builds its upstream body from (through `knownParams`).
+ * `messages` is the canonical reading of `body.messages`, which no policy touches (a gateway field).
+ */
 export interface ChatRequest {
+  /** The public model id. */
   model: string;
   messages: ChatMessage[];
   stream: boolean;
   /** The client asked for a final usage chunk (`stream_options.include_usage`). */
   includeUsage: boolean;
-  /** `max_tokens` (or `max_completion_tokens`) as sent; undefined when absent. */
-  maxTokens: number | undefined;
-  /** As sent, or the default (the spec's 0.7, or the deployment's); undefined when its policy drops it. */
-  temperature: number | undefined;
-  topP: number | undefined;
-  stop: string[] | undefined;
-  tools: ToolDefinition[] | undefined;
-  toolChoice: ToolChoice | undefined;
-  /** Structured output asked for; undefined when absent or `{"type":"text"}`. */
-  responseFormat?: ResponseFormat | undefined;
-  /** The request body exactly as the client sent it (fields the spec does not list included). */
-  body: Record<string, unknown>;
+  body: ChatBody;
 }
 
 export interface Usage {

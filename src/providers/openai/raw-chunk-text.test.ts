@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { scanChunk } from '../providers/openai/scan-chunk.ts';
-import { RawText } from './raw-chunk.ts';
+import { scanChunk } from './scan-chunk.ts';
+import { RawText } from '../../core/raw-chunk.ts';
 
 const raw = (choices: unknown[]) =>
   scanChunk(Buffer.from(JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices })))!;

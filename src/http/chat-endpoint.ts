@@ -15,6 +15,7 @@ import { chatCompletionsSink, createSseSink } from './sse-sink.ts';
 import type { Exchange, FrontDoor } from './front-door.ts';
 import { messagesDoor, countTokensDoor } from './messages-door.ts';
 import { RESPONSES_PATH, responsesDoor, responsesNotStored } from './responses-door.ts';
+import { createItemSeal, type ItemSeal } from './sealed-items.ts';
 
 export const CHAT_PATH = '/v1/chat/completions';
 
@@ -57,6 +58,7 @@ export function createChatEndpoint(
   options: ChatEndpointOptions,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const clientIp = createClientAddress(options.services.config.trustProxy);
+  const items = createItemSeal(options.services.config.security.secretKeys);
   return (req, res) => {
     const url = req.url ?? '';
     const door = req.method === 'POST' ? DOORS.get(pathOf(url)) : undefined;
@@ -75,6 +77,7 @@ export function createChatEndpoint(
       options,
       door,
       clientIp,
+      items,
       req,
       res,
       performance.now(),
@@ -93,6 +96,7 @@ async function serveChat(
   options: ChatEndpointOptions,
   door: FrontDoor,
   clientIp: (peer: string, forwardedFor: string | undefined) => string,
+  items: ItemSeal,
   req: IncomingMessage,
   res: ServerResponse,
   arrivedAt: number,
@@ -120,7 +124,7 @@ async function serveChat(
             (await services.accounts.authenticateStored(token!, ip)),
         );
     const body = await readJsonBody(req, services.config.bodyLimitBytes);
-    const exchange = door.exchange(body);
+    const exchange = door.exchange(body, { accountId: account.id, items });
     const ctx = { requestId, key, account, arrivedAt, trace };
     if (exchange.countOnly !== undefined) {
       const tokens = await services.gateway.countPrompt(ctx, exchange.chatBody);

@@ -7,7 +7,7 @@ import { GatewayError } from '../shared/gateway-error.ts';
 import { answerHeaders } from './answer-headers.ts';
 import { createDoorSink } from './door-sink.ts';
 import { bearerToken } from './auth-hook.ts';
-import { type FrontDoor, renameFields } from './front-door.ts';
+import { type ExchangeContext, type FrontDoor, renameFields } from './front-door.ts';
 
 /**
  * The OpenAI Responses API front door (POST /v1/responses): a Responses request becomes a chat-completions body
@@ -34,15 +34,15 @@ export const responsesNotStored = (): GatewayError =>
 export const responsesDoor: FrontDoor = {
   token: (req) => bearerToken(req.headers.authorization),
   idHeaders: (requestId) => ({ 'x-request-id': requestId }),
-  exchange(body) {
-    const chatBody = toChatBody(body);
+  exchange(body, context) {
+    const chatBody = toChatBody(body, context);
     const echo = body as Json;
     return {
       chatBody,
       streamSink: (text, admitted) => responsesSink(text, echo, admitted),
       answer: (completion, admitted) => {
         const choice = completion.choices[0];
-        const output = outputItems(choice?.message.content ?? null, choice?.message.tool_calls);
+        const output = outputItems(choice?.message.content ?? null, choice?.message.tool_calls, context);
         return responseObject(
           echo,
           admitted,
@@ -66,7 +66,7 @@ const RESPONSES_FIELDS = [
 ] as const;
 
 /** A Responses request as the chat-completions body the gateway validates; 400 for what cannot be served. */
-function toChatBody(body: unknown): Json {
+function toChatBody(body: unknown, context: ExchangeContext): Json {
   if (!isObject(body)) throw invalid('the request body must be a JSON object');
   if (body['previous_response_id'] !== undefined && body['previous_response_id'] !== null)
     throw invalid(
@@ -88,7 +88,8 @@ function toChatBody(body: unknown): Json {
   }
   const input = body['input'];
   if (typeof input === 'string') messages.push({ role: 'user', content: input });
-  else if (Array.isArray(input)) input.forEach((item: unknown, index) => addItem(messages, item, index));
+  else if (Array.isArray(input))
+    input.forEach((item: unknown, index) => addItem(messages, item, index, context));
   else throw invalid('input is required: a string or an array of input items', 'input');
 
   const chat: Json = { model: body['model'], messages };
@@ -120,9 +121,10 @@ function toChatBody(body: unknown): Json {
 }
 
 /** One input item into the chat messages: a message, a function call (an assistant turn) or its output. */
-function addItem(messages: Json[], item: unknown, index: number): void {
+function addItem(messages: Json[], given: unknown, index: number, context: ExchangeContext): void {
   const at = `input[${index}]`;
-  if (!isObject(item)) throw invalid(`${at} must be an object`, at);
+  if (!isObject(given)) throw invalid(`${at} must be an object`, at);
+  const item = given['type'] === 'item_reference' ? referenced(given, at, context) : given;
   const type = item['type'] ?? 'message';
   if (type === 'message') {
     const role = item['role'];
@@ -154,11 +156,6 @@ function addItem(messages: Json[], item: unknown, index: number): void {
     });
   } else if (type === 'reasoning') {
     // A reasoning model's summary from an earlier turn: not part of the prompt any upstream here takes.
-  } else if (type === 'item_reference') {
-    throw invalid(
-      `${at}: item_reference is not supported: Tollgate stores no items; send the item itself`,
-      at,
-    );
   } else {
     throw invalid(
       `${at}.type ${JSON.stringify(type).slice(0, 60)} is not supported: use message, function_call or function_call_output items`,
@@ -214,6 +211,13 @@ function toChatToolChoice(choice: unknown): unknown {
   );
 }
 
+/** The item an `item_reference` names, opened from its sealed id, as the input item it stands for. */
+function referenced(reference: Json, at: string, context: ExchangeContext): Json {
+  const item = context.items.open(reference['id'], context.accountId, at);
+  if (item.type === 'message') return { type: 'message', role: 'assistant', content: item.text };
+  return item;
+}
+
 const itemId = (prefix: string): string => `${prefix}_${randomBytes(12).toString('hex')}`;
 
 type Status = 'completed' | 'incomplete';
@@ -221,11 +225,22 @@ type Status = 'completed' | 'incomplete';
 const statusOf = (finish: FinishReason | null): Status =>
   finish === 'length' || finish === 'content_filter' ? 'incomplete' : 'completed';
 
-function outputItems(content: string | null, calls: ToolCall[] | undefined): Json[] {
+/** A whole answer's items, each id carrying its item (sealed) so that a later `item_reference` resolves. */
+function outputItems(
+  content: string | null,
+  calls: ToolCall[] | undefined,
+  { items, accountId }: ExchangeContext,
+): Json[] {
   const output: Json[] = [];
-  if (content !== null && content !== '') output.push(messageItem(itemId('msg'), content, 'completed'));
-  for (const call of calls ?? [])
-    output.push(callItem(itemId('fc'), call.id, call.function.name, call.function.arguments, 'completed'));
+  if (content !== null && content !== '')
+    output.push(
+      messageItem(items.idFor('msg', accountId, { type: 'message', text: content }), content, 'completed'),
+    );
+  for (const call of calls ?? []) {
+    const { name, arguments: args } = call.function;
+    const sealed = { type: 'function_call' as const, call_id: call.id, name, arguments: args };
+    output.push(callItem(items.idFor('fc', accountId, sealed), call.id, name, args, 'completed'));
+  }
   return output;
 }
 

@@ -1,3 +1,4 @@
+import type { EmbeddingModelConfig } from '../embeddings/embedding-models.ts';
 import type { ProviderType } from '../providers/registry.ts';
 
 export type { ProviderType };
@@ -144,6 +145,8 @@ export interface Config {
   /** Stripe credentials; `apiBase` points the client elsewhere (stripe-mock). */
   stripe: { secretKey: string; webhookSecret: string; apiBase: string | undefined } | undefined;
   models: ReadonlyMap<string, ModelConfig>;
+  /** Models of POST /v1/embeddings (src/embeddings/embedding-models.ts). */
+  embeddingModels: ReadonlyMap<string, EmbeddingModelConfig>;
   providers: ReadonlyMap<string, ProviderConfig>;
   plans: ReadonlyMap<PlanId, PlanConfig>;
   timeouts: TimeoutsConfig;

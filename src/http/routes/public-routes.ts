@@ -6,6 +6,7 @@ import { StoreUnavailableError } from '../../store/db.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { bearerToken } from '../auth-hook.ts';
 import { presentModel, presentPlan } from '../present.ts';
+import { presentEmbeddingModel } from '../../embeddings/present-embedding-model.ts';
 
 /**
  * Health, plans and models: no key needed (health's details need the admin key); metrics need a token.
@@ -53,10 +54,13 @@ export const publicRoutes: FastifyPluginAsync<
   const created = Math.floor(services.startedAt / 1000);
   const models = {
     object: 'list',
-    data: [...services.config.models.values()].map((model) => presentModel(model, created)),
+    data: [
+      ...[...services.config.models.values()].map((model) => presentModel(model, created)),
+      ...[...services.config.embeddingModels.values()].map((model) => presentEmbeddingModel(model, created)),
+    ],
   };
   app.get('/v1/models', async () => models);
-  const byId = new Map([...services.config.models.keys()].map((id, index) => [id, models.data[index]!]));
+  const byId = new Map(models.data.map((model) => [model['id'] as string, model]));
   app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
     const model = byId.get(request.params.id);
     if (model) return model;

@@ -24,6 +24,7 @@ import type { Store } from '../store/store.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
 import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
+import { choicesOf, refuseChoicesFor } from './choices.ts';
 import { type PassChunk, RawChunk, RawText } from './raw-chunk.ts';
 import type { EventBatch, StreamEvent } from './stream-event.ts';
 import type { AnswerFacts, StreamSink } from './stream-sink.ts';
@@ -126,6 +127,8 @@ export class ChatGateway {
     const planStanding = this.#o.billingStanding(account, now);
     if (!planStanding.ok) throw this.#refuse(new GatewayError('payment_required', planStanding.message));
     // Counting stops past the context window: a prompt that cannot fit costs no more than one that just does.
+    const choices = choicesOf(request);
+    refuseChoicesFor(choices, model, config.models, config.providers);
     const room = model.contextWindow - (request.maxTokens ?? 0);
     const counted = countPromptTokensYielding(request.messages, request.tools, room);
     const promptTokens = typeof counted === 'number' ? counted : await counted;
@@ -135,7 +138,8 @@ export class ChatGateway {
         `messages: the prompt (at least ${promptTokens} tokens) plus max_tokens (${request.maxTokens ?? 0}) exceeds ${model.id}'s context window of ${model.contextWindow} tokens`,
       );
     }
-    const reservedTokens = promptTokens + (request.maxTokens ?? 0);
+    // Every choice may use max_tokens: the prompt is held once, the answer once per choice.
+    const reservedTokens = promptTokens + (request.maxTokens ?? 0) * choices;
     const limits = this.#o.limitsOf(account);
     const subject = limitSubjectOf(key);
     if (limits.dailyTokens !== null && limiter.seedDaily && this.#unseeded(subject, now))
@@ -156,7 +160,11 @@ export class ChatGateway {
         }),
       );
     }
-    const holdMicros = costMicros(model, promptTokens, request.maxTokens ?? model.defaultMaxTokens);
+    const holdMicros = costMicros(
+      model,
+      promptTokens,
+      (request.maxTokens ?? model.defaultMaxTokens) * choices,
+    );
     const { holds } = this.#o;
     const holdFrom = ctx.trace ? performance.now() : 0;
     let held: boolean;

@@ -1,3 +1,4 @@
+import { invalidChoices } from './choices.ts';
 import type { ModelConfig } from '../config/config.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type {
@@ -99,8 +100,8 @@ export function parseChatRequest(
   const tools = parseTools(body['tools']);
   const toolChoice = parseToolChoice(body['tool_choice'], tools);
   const responseFormat = parseResponseFormat(body['response_format']);
-  const n = body['n'];
-  if (n !== undefined && n !== null && n !== 1) throw invalid('n must be 1 (one choice per request)');
+  const badChoices = invalidChoices(body['n']);
+  if (badChoices) throw badChoices;
 
   return {
     model,

@@ -21,6 +21,10 @@ import {
   ProviderError,
 } from '../provider.ts';
 import { SchemaBudgetError, schemaInstance } from './schema-instance.ts';
+import { choicesOf } from '../../gateway/choices.ts';
+
+/** The simulator's `system_fingerprint`: its configuration does not change between answers. */
+const SYSTEM_FINGERPRINT = 'fp_tollgate_sim1';
 
 const WORDS = (
   'the gateway answers every request with care and counts each token it sends so that the ledger stays exact ' +
@@ -54,33 +58,35 @@ export function createSimulatorProvider(options: {
     id: options.id,
     async complete(call) {
       await pause(options.firstTokenMs, call.signal);
-      const answer = compose(call.request);
+      const answers = Array.from({ length: choicesOf(call.request) }, (_, choice) =>
+        compose(call.request, choice),
+      );
+      const completionTokens = answers.reduce((sum, answer) => sum + answer.completionTokens, 0);
       const promptTokens = await promptTokensOf(call);
       const completion: ChatCompletion = {
         id: `chatcmpl-sim${nextId()}`,
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: call.upstreamModel,
-        choices: [
-          {
-            index: 0,
-            message: {
-              role: 'assistant',
-              content: answer.toolCall ? null : answer.text,
-              ...(answer.toolCall ? { tool_calls: [answer.toolCall] } : {}),
-              refusal: null,
-            },
-            logprobs:
-              wantsLogprobs(call.request) && !answer.toolCall
-                ? logprobsOf(answer.text, call.request, MAX_LOGPROB_TOKENS)
-                : null,
-            finish_reason: answer.finishReason,
+        system_fingerprint: SYSTEM_FINGERPRINT,
+        choices: answers.map((answer, index) => ({
+          index,
+          message: {
+            role: 'assistant',
+            content: answer.toolCall ? null : answer.text,
+            ...(answer.toolCall ? { tool_calls: [answer.toolCall] } : {}),
+            refusal: null,
           },
-        ],
+          logprobs:
+            wantsLogprobs(call.request) && !answer.toolCall
+              ? logprobsOf(answer.text, call.request, MAX_LOGPROB_TOKENS)
+              : null,
+          finish_reason: answer.finishReason,
+        })),
         usage: {
           prompt_tokens: promptTokens,
-          completion_tokens: answer.completionTokens,
-          total_tokens: promptTokens + answer.completionTokens,
+          completion_tokens: completionTokens,
+          total_tokens: promptTokens + completionTokens,
         },
       };
       return completion;
@@ -89,7 +95,7 @@ export function createSimulatorProvider(options: {
       // The same chunks as canonical events; those due at the same moment in one batch, as on the fast path.
       let batch: EventBatch = [];
       let started = false;
-      for (const step of plan(call, options, begin(call, await promptTokensOf(call)))) {
+      for (const step of planFor(call, options, await promptTokensOf(call))) {
         if (step.afterMs > 0 && batch.length > 0) {
           yield batch;
           batch = [];
@@ -161,6 +167,30 @@ const usageChunk = (base: ChunkBase, answer: Answer, promptTokens: number): Chat
     total_tokens: promptTokens + answer.completionTokens,
   },
 });
+
+/**
+ * The stream of all the request's choices (`n`): each choice's chunks in turn, with its index, and one usage chunk
+ * at the end counting every choice's completion.
+ */
+function planFor(call: ProviderCall, options: PlanOptions, promptTokens: number, first?: Begun): Step[] {
+  const begun = first ?? begin(call, promptTokens);
+  const n = choicesOf(call.request);
+  if (n === 1) return plan(call, options, begun);
+  const steps: Step[] = [];
+  let completionTokens = 0;
+  for (let choice = 0; choice < n; choice++) {
+    const answer = choice === 0 ? begun.answer : compose(call.request, choice);
+    completionTokens += answer.completionTokens;
+    const own = plan(call, options, { ...begun, answer });
+    // Its last step is its usage chunk: one for the whole stream comes after every choice.
+    for (const step of own.slice(0, -1)) {
+      for (const part of step.chunk.choices) part.index = choice;
+      steps.push(step);
+    }
+  }
+  steps.push({ chunk: usageChunk(begun.base, { completionTokens } as Answer, promptTokens), afterMs: 0 });
+  return steps;
+}
 
 /** The chunks the simulator streams for `call` as parsed chunks, in order, with their pace. */
 function plan(call: ProviderCall, options: PlanOptions, begun: Begun): Step[] {
@@ -262,8 +292,8 @@ interface PassPlan {
 function passPlan(call: ProviderCall, options: PlanOptions, promptTokens: number): PassPlan {
   const begun = begin(call, promptTokens);
   const { answer, base } = begun;
-  if (answer.toolCall !== undefined || wantsLogprobs(call.request)) {
-    const steps = plan(call, options, begun);
+  if (answer.toolCall !== undefined || wantsLogprobs(call.request) || choicesOf(call.request) > 1) {
+    const steps = planFor(call, options, promptTokens, begun);
     let at = 0;
     return { count: steps.length, afterMs: (index) => steps[index]!.afterMs, next: () => steps[at++]!.chunk };
   }
@@ -415,16 +445,18 @@ async function pause(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /** The request's SHA-256 (model, seed, each message's role and content): one string, hashed in one call. */
-function digest(request: ChatRequest): Buffer {
+function digest(request: ChatRequest, choice: number): Buffer {
   const seed = request.body['seed'];
   let text = typeof seed === 'number' ? `${request.model}\u0001${seed}` : request.model;
+  // Each further choice (n > 1) is another sample: the first is the answer a request for one choice gets.
+  if (choice > 0) text += `\u0002${choice}`;
   for (const message of request.messages) text += `\u0000${message.role}\u0000${message.content ?? ''}`;
   return hash('sha256', text, 'buffer');
 }
 
 /** The deterministic answer: a tool call when tools are offered and not yet used (or forced), else text or JSON. */
-function compose(request: ChatRequest): Answer {
-  const seed = digest(request);
+function compose(request: ChatRequest, choice = 0): Answer {
+  const seed = digest(request, choice);
   const last = request.messages.at(-1);
   const tool = pickTool(request, last?.role === 'tool');
   if (tool) {

@@ -102,7 +102,7 @@ describe('the Messages door writes canonical events as Messages events', () => {
     const blockStart = events.find((event) => event.name === 'content_block_start');
     assert.deepEqual(blockStart?.data['content_block'], {
       type: 'tool_use',
-      id: 'call_1',
+      id: 'toolu_call_1',
       name: 'get',
       input: {},
     });

@@ -33,6 +33,8 @@ const WORDS = (
 
 interface Answer {
   text: string;
+  /** The stop sequence the text was cut at, if one was. */
+  stopSequence?: string | undefined;
   toolCall: ToolCall | undefined;
   finishReason: FinishReason;
   completionTokens: number;
@@ -82,6 +84,7 @@ export function createSimulatorProvider(options: {
               ? logprobsOf(answer.text, call.request, MAX_LOGPROB_TOKENS)
               : null,
           finish_reason: answer.finishReason,
+          ...(answer.stopSequence !== undefined ? { stop_reason: answer.stopSequence } : {}),
         })),
         usage: {
           prompt_tokens: promptTokens,
@@ -233,7 +236,9 @@ function plan(call: ProviderCall, options: PlanOptions, begun: Begun): Step[] {
       add(next, index === 0 ? options.firstTokenMs : options.chunkIntervalMs);
     }
   }
-  add(chunk({}, answer.finishReason), 0);
+  const last = chunk({}, answer.finishReason);
+  if (answer.stopSequence !== undefined) last.choices[0]!.stop_reason = answer.stopSequence;
+  add(last, 0);
   add(usageChunk(base, answer, promptTokens), 0);
   return steps;
 }
@@ -310,7 +315,7 @@ function passPlan(call: ProviderCall, options: PlanOptions, promptTokens: number
       const index = at++;
       if (index < text.count) return bytes.content(text.next(), index === 0);
       return index === text.count
-        ? bytes.finish(answer.finishReason)
+        ? bytes.finish(answer.finishReason, answer.stopSequence)
         : usageChunk(base, answer, promptTokens);
     },
   };
@@ -328,7 +333,7 @@ const RAW_ROLE = '"role":"assistant",';
  */
 function rawChunks(base: ChunkBase): {
   content(text: string, first: boolean): RawChunk;
-  finish(reason: FinishReason): RawChunk;
+  finish(reason: FinishReason, stopSequence: string | undefined): RawChunk;
 } {
   const head = `{"id":${JSON.stringify(base.id)},"object":"chat.completion.chunk","created":${base.created},"model":`;
   const model = JSON.stringify(base.model);
@@ -347,8 +352,9 @@ function rawChunks(base: ChunkBase): {
       const textEnd = bytes.length - RAW_END_OF_CONTENT.length - 1;
       return new RawChunk(bytes, modelStart, modelEnd, -1, -1, textStart, textEnd, quoted.includes('\\'));
     },
-    finish(reason) {
-      const bytes = Buffer.from(`${prefix}},"finish_reason":${JSON.stringify(reason)}}]}`);
+    finish(reason, stopSequence) {
+      const matched = stopSequence === undefined ? '' : `,"stop_reason":${JSON.stringify(stopSequence)}`;
+      const bytes = Buffer.from(`${prefix}},"finish_reason":${JSON.stringify(reason)}${matched}}]}`);
       return new RawChunk(bytes, modelStart, modelEnd, -1, -1, -1, -1, false);
     },
   };
@@ -485,14 +491,16 @@ function compose(request: ChatRequest, choice = 0): Answer {
   else if (format?.type === 'json_schema')
     text = JSON.stringify(instanceOf(format.json_schema.schema, 'the response format’s'));
   let finishReason: FinishReason = 'stop';
-  if (request.stop) text = cutAtStop(text, request.stop);
+  let stopSequence: string | undefined;
+  if (request.stop) ({ text, stopSequence } = cutAtStop(text, request.stop));
   let tokens = encodeText(text);
   if (request.maxTokens !== undefined && tokens.length > request.maxTokens) {
     tokens = tokens.slice(0, request.maxTokens);
     text = decode(tokens);
     finishReason = 'length';
   }
-  return { text, toolCall: undefined, finishReason, completionTokens: tokens.length };
+  if (finishReason === 'length') stopSequence = undefined;
+  return { text, stopSequence, toolCall: undefined, finishReason, completionTokens: tokens.length };
 }
 
 /**
@@ -513,13 +521,17 @@ function instanceOf(schema: unknown, whose: string): unknown {
 }
 
 /** The text up to the first stop sequence it contains (the sequence itself is not sent, as upstreams do). */
-function cutAtStop(text: string, stop: string[]): string {
+function cutAtStop(text: string, stop: string[]): { text: string; stopSequence: string | undefined } {
   let end = text.length;
+  let stopSequence: string | undefined;
   for (const sequence of stop) {
     const at = sequence === '' ? -1 : text.indexOf(sequence);
-    if (at !== -1 && at < end) end = at;
+    if (at !== -1 && at < end) {
+      end = at;
+      stopSequence = sequence;
+    }
   }
-  return text.slice(0, end);
+  return { text: text.slice(0, end), stopSequence };
 }
 
 /** `tool_choice`: none → no call; a named function → that one; required → a call even after a tool result. */

@@ -35,8 +35,8 @@ export function anthropicModel(model: ModelConfig): Record<string, unknown> {
 export function anthropicPage(data: Record<string, unknown>[]): Record<string, unknown> {
   return {
     data,
-    first_id: (data[0]?.['id']) ?? null,
-    last_id: (data.at(-1)?.['id']) ?? null,
+    first_id: data[0]?.['id'] ?? null,
+    last_id: data.at(-1)?.['id'] ?? null,
     has_more: false,
   };
 }

@@ -86,6 +86,24 @@ describe('n choices on chat completions', () => {
     assert.deepEqual(usage, whole.usage);
   });
 
+  it('OpenRouter’s usage: {include: true} asks for the usage chunk as stream_options.include_usage does', async () => {
+    const stream = await openai.chat.completions.create({
+      model: 'model-b',
+      messages,
+      stream: true,
+      usage: { include: true },
+    } as never);
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>)
+      if (chunk.usage) usage = chunk.usage;
+    assert.ok(usage && usage.completion_tokens > 0, 'the last chunk carries the usage');
+    const bad = await server.call('POST', '/v1/chat/completions', {
+      key,
+      body: { model: 'model-b', messages, usage: { include: 'yes' } },
+    });
+    assert.equal(bad.status, 400);
+  });
+
   it('n is held for the worst case, capped at 8, and refused for a model whose upstream answers one choice', async () => {
     const tooMany = await server.call('POST', '/v1/chat/completions', {
       key,

@@ -96,6 +96,18 @@ export function parseChatRequest(
       throw invalid('stream_options.include_usage must be a boolean');
     includeUsage = flag === true;
   }
+  // OpenRouter's way to ask for the usage chunk: `usage: {include: true}`. Read here and taken out of the body,
+  // which goes on to upstreams as sent (OpenAI's refuses fields it does not know).
+  const usage = body['usage'];
+  if (usage !== undefined) {
+    if (
+      usage !== null &&
+      (!isObject(usage) || (usage['include'] !== undefined && typeof usage['include'] !== 'boolean'))
+    )
+      throw invalid('usage must be {"include": true|false}');
+    if (isObject(usage) && usage['include'] === true) includeUsage = true;
+    delete body['usage'];
+  }
   const stop = parseStop(body['stop']);
   const tools = parseTools(body['tools']);
   const toolChoice = parseToolChoice(body['tool_choice'], tools);

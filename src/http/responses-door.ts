@@ -43,6 +43,10 @@ export const responsesDoor: FrontDoor = {
       answer: (completion, admitted) => {
         const choice = completion.choices[0];
         const output = outputItems(choice?.message.content ?? null, choice?.message.tool_calls, context);
+        const logprobs = (choice?.logprobs as { content?: unknown } | null | undefined)?.content;
+        const message = output.find((item) => item['type'] === 'message');
+        if (message !== undefined && Array.isArray(logprobs))
+          (message['content'] as Json[])[0]!['logprobs'] = logprobs;
         return responseObject(
           echo,
           admitted,
@@ -105,6 +109,16 @@ function toChatBody(body: unknown, context: ExchangeContext): Json {
   }
   const toolChoice = body['tool_choice'];
   if (toolChoice !== undefined && toolChoice !== null) chat['tool_choice'] = toChatToolChoice(toolChoice);
+  const include = body['include'];
+  if (Array.isArray(include) && include.includes('message.output_text.logprobs')) {
+    chat['logprobs'] = true;
+    if (body['top_logprobs'] !== undefined && body['top_logprobs'] !== null)
+      chat['top_logprobs'] = body['top_logprobs'];
+  }
+  // Fields of no Responses meaning here go on as chat fields, so they meet chat's checks: a cost-bearing one
+  // (service_tier …) is refused by the deployment's policy, a chat one (stop …) is validated and honoured.
+  for (const [field, value] of Object.entries(body))
+    if (!RESPONSES_OWN_FIELDS.has(field) && !(field in chat)) chat[field] = value;
   const text = body['text'];
   if (isObject(text) && isObject(text['format'])) {
     const format = text['format'];
@@ -119,6 +133,38 @@ function toChatBody(body: unknown, context: ExchangeContext): Json {
   }
   return chat;
 }
+
+/**
+ * The Responses fields this door maps or deliberately leaves out (stored state, caching hints, metadata that
+ * changes no answer). Anything else is passed on as a chat field.
+ */
+const RESPONSES_OWN_FIELDS: ReadonlySet<string> = new Set([
+  'model',
+  'input',
+  'instructions',
+  'stream',
+  'max_output_tokens',
+  'temperature',
+  'top_p',
+  'parallel_tool_calls',
+  'user',
+  'tools',
+  'tool_choice',
+  'text',
+  'include',
+  'top_logprobs',
+  'metadata',
+  'store',
+  'previous_response_id',
+  'conversation',
+  'background',
+  'reasoning',
+  'truncation',
+  'prompt_cache_key',
+  'safety_identifier',
+  'stream_options',
+  'max_tool_calls',
+]);
 
 /** One input item into the chat messages: a message, a function call (an assistant turn) or its output. */
 function addItem(messages: Json[], given: unknown, index: number, context: ExchangeContext): void {
@@ -290,7 +336,10 @@ function responseObject(
     output,
     parallel_tool_calls: echo['parallel_tool_calls'] ?? true,
     previous_response_id: null,
-    reasoning: { effort: null, summary: null },
+    reasoning: {
+      effort: (isObject(echo['reasoning']) ? echo['reasoning']['effort'] : null) ?? null,
+      summary: (isObject(echo['reasoning']) ? echo['reasoning']['summary'] : null) ?? null,
+    },
     store: false,
     temperature: admitted.request.temperature ?? null,
     text,

@@ -22,6 +22,7 @@ import { operatorReportRoutes } from './http/routes/operator-report-routes.ts';
 import { operatorRoutes } from './http/routes/operator-routes.ts';
 import { ownKeyRoutes } from './http/routes/own-key-routes.ts';
 import { publicRoutes } from './http/routes/public-routes.ts';
+import { embeddingsRoutes } from './http/routes/embeddings-routes.ts';
 import { sessionRoutes } from './http/routes/session-routes.ts';
 import { statusRoutes } from './http/routes/status-routes.ts';
 import { statsRoutes, usageRoutes } from './http/routes/usage-routes.ts';
@@ -140,6 +141,7 @@ export function createApp(services: Services): FastifyInstance {
   const health = () => services.health();
   void app.register(publicRoutes, { accounts, config, health, metrics, readiness, startedAt });
   void app.register(statusRoutes, { config, operators });
+  void app.register(embeddingsRoutes, { accounts, embeddings: services.embeddings });
   void app.register(authRoutes, { prefix: '/api/auth', accounts, signups });
   void app.register(sessionRoutes, { prefix: '/api/auth', config, sessions, signups });
   void app.register(accountRoutes, { prefix: '/api/account', accounts });

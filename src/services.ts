@@ -8,7 +8,8 @@ import { createHoldBook, type HoldBook, sharedSide } from './billing/hold-book.t
 import { SettlementQueue, settlementBatchSize } from './billing/settlement-queue.ts';
 import { defaultSpoolPath } from './billing/spool-path.ts';
 import { billingStanding } from './billing/standing.ts';
-import { ChatGateway } from './gateway/chat-gateway.ts';
+import { ChatGateway, type ChatGatewayOptions } from './gateway/chat-gateway.ts';
+import { EmbeddingsGateway } from './embeddings/embeddings-gateway.ts';
 import {
   createHoldRecoveryJob,
   createInstanceLeaseJob,
@@ -242,7 +243,7 @@ export function createServices(options: ServicesOptions): Services {
     settlements,
     holdsInStore: holds.rowsInStore,
   });
-  const gateway = new ChatGateway({
+  const gatewayOptions: ChatGatewayOptions = {
     config,
     store,
     router,
@@ -260,7 +261,9 @@ export function createServices(options: ServicesOptions): Services {
           requestEvents.record(settlement);
         }
       : earned,
-  });
+  };
+  const gateway = new ChatGateway(gatewayOptions);
+  const embeddings = new EmbeddingsGateway(gatewayOptions);
   const operators = createOperators({
     ...{ store, config, clock, logger, mailer, router, accounts, cache, bus, scheduler, webhooks },
     ...(options.statusRefreshMs !== undefined ? { statusRefreshMs: options.statusRefreshMs } : {}),
@@ -276,6 +279,7 @@ export function createServices(options: ServicesOptions): Services {
     accounts,
     sessions,
     gateway,
+    embeddings,
     router,
     limiter,
     settlements,
@@ -333,6 +337,7 @@ export function createServices(options: ServicesOptions): Services {
           .endInstanceLease(instanceId)
           .catch((error: unknown) => logger.warn({ err: error }, 'could not end this instance’s lease'));
       await Promise.all([...providers.values()].map((provider) => provider.close()));
+      await embeddings.close();
       await limiter.close();
       await bus.close();
       await Promise.all([tracing?.close(), requestEvents?.close()]);

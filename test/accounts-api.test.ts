@@ -247,7 +247,7 @@ for (const backend of BACKENDS) {
       const models = await server.call('GET', '/v1/models');
       assert.deepEqual(
         models.body.data.map((m: any) => m.id),
-        ['model-a', 'model-b', 'model-c', 'model-d', 'model-e', 'model-f'],
+        ['model-a', 'model-b', 'model-c', 'model-d', 'model-e', 'model-f', 'embed-a', 'embed-b'],
       );
       assert.deepEqual(models.body.data[0].pricing, {
         input_usd_per_million: 3.5,

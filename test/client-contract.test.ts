@@ -334,7 +334,7 @@ describe('the client contract the official SDKs depend on', () => {
       assert.equal(hot.param, 'temperature');
       const cases: [Record<string, unknown> | unknown[], string | null][] = [
         [{ model: 'model-e', messages: hi, top_p: 3 }, 'top_p'],
-        [{ model: 'model-e', messages: hi, n: 2 }, 'n'],
+        [{ model: 'model-e', messages: hi, n: 9 }, 'n'],
         [
           { model: 'model-e', messages: hi, stream: true, stream_options: { include_usage: 1 } },
           'stream_options.include_usage',

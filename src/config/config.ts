@@ -151,8 +151,29 @@ export interface Config {
   /** Stripe credentials; `apiBase` points the client elsewhere (stripe-mock). */
   stripe: { secretKey: string; webhookSecret: string; apiBase: string | undefined } | undefined;
   models: ReadonlyMap<string, ModelConfig>;
+  /** Models of POST /v1/embeddings (src/embeddings/embedding-models.ts). */
+  embeddingModels: ReadonlyMap<string, EmbeddingModelConfig>;
   providers: ReadonlyMap<string, ProviderConfig>;
   plans: ReadonlyMap<PlanId, PlanConfig>;
   timeouts: TimeoutsConfig;
   routing: RoutingConfig;
+}
+
+/** An embedding model: its vectors' length, the most tokens one input may hold, its price, where it runs. */
+export interface EmbeddingModelConfig {
+  id: string;
+  description: string;
+  /** The length of its vectors, unless the request asks `dimensions` (which may only shorten them). */
+  dimensions: number;
+  /** The most tokens one input may hold (OpenAI's embedding models: 8,192). */
+  maxInputTokens: number;
+  inputMicrosPerMillion: number;
+  deployments: EmbeddingDeployment[];
+}
+
+export interface EmbeddingDeployment {
+  /** `provider/upstream-model`. */
+  id: string;
+  provider: string;
+  upstreamModel: string;
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Env } from '../providers/provider-plugin.ts';
 import { PROVIDER_TYPES, providerPlugin } from '../providers/registry.ts';
+import { EMBEDDING_MODEL, resolveEmbeddingModels } from '../embeddings/embedding-models.ts';
 import { SIMULATOR_SETTINGS } from '../providers/simulator/simulator-plugin.ts';
 import type {
   Config,
@@ -45,6 +46,7 @@ export type FileConfig = Pick<
   | 'trialDays'
   | 'retentionDays'
   | 'maxMessages'
+  | 'embeddingModels'
 > & { redisFailure: LimiterFailurePolicy | undefined };
 
 const DEPLOYMENT = mapping({
@@ -109,6 +111,7 @@ export function createFileSchema(env: Env): z.ZodType<FileConfig, unknown> {
   return optionalMapping({
     providers: z.array(providerEntry(env), { error: 'must be a list' }).nullish(),
     models: optionalRecord(MODEL),
+    embedding_models: optionalRecord(EMBEDDING_MODEL),
     plans: optionalRecord(PLAN),
     timeouts: optionalMapping({
       connect_ms: wholeNumber().default(5_000),
@@ -152,6 +155,7 @@ export function createFileSchema(env: Env): z.ZodType<FileConfig, unknown> {
     return {
       providers,
       models,
+      embeddingModels: resolveEmbeddingModels(file.embedding_models, providers, problem),
       plans,
       timeouts: {
         connectMs: timeouts.connect_ms,

@@ -81,6 +81,8 @@ export interface ChatCompletion {
     index: number;
     message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[]; refusal?: string | null };
     finish_reason: FinishReason | null;
+    /** The stop sequence that ended the answer, where the upstream says (vLLM's field; Anthropic's stop_sequence). */
+    stop_reason?: string | number | null;
     logprobs?: unknown;
   }[];
   usage?: Usage;
@@ -108,6 +110,7 @@ export interface ChatChunk {
       refusal?: string | null;
     };
     finish_reason: FinishReason | null;
+    stop_reason?: string | number | null;
     logprobs?: unknown;
   }[];
   usage?: Usage | null;

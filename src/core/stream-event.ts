@@ -41,6 +41,8 @@ export interface ToolEvent {
 export interface FinishEvent {
   readonly type: 'finish';
   readonly reason: FinishReason;
+  /** The stop sequence that ended it, where the upstream says which. */
+  readonly stopSequence?: string;
 }
 
 /** The upstream's token count of the request and answer. */

@@ -25,6 +25,7 @@ import type { ChatChunk, ChatCompletion, ChatRequest } from '../core/chat-types.
 import { countPromptTokensYielding, countTextTokens } from '../core/count-tokens.ts';
 import { knownParams } from '../core/known-params.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
+import { choicesOf, refuseChoicesFor } from './choices.ts';
 import { type PassChunk, RawChunk, RawText } from '../core/raw-chunk.ts';
 import type { EventBatch, StreamEvent } from '../core/stream-event.ts';
 import type { AnswerFacts, StreamSink } from './stream-sink.ts';
@@ -128,6 +129,8 @@ export class ChatGateway {
     if (!planStanding.ok) throw this.#refuse(new GatewayError('payment_required', planStanding.message));
     // Counting stops past the context window: a prompt that cannot fit costs no more than one that just does.
     const { maxTokens, tools } = knownParams(request.body);
+    const choices = choicesOf(request);
+    refuseChoicesFor(choices, model, config.models, config.providers);
     const room = model.contextWindow - (maxTokens ?? 0);
     const counted = countPromptTokensYielding(request.messages, tools, room);
     const promptTokens = typeof counted === 'number' ? counted : await counted;
@@ -137,7 +140,8 @@ export class ChatGateway {
         `messages: the prompt (at least ${promptTokens} tokens) plus max_tokens (${maxTokens ?? 0}) exceeds ${model.id}'s context window of ${model.contextWindow} tokens`,
       );
     }
-    const reservedTokens = promptTokens + (maxTokens ?? 0);
+    // Every choice may use max_tokens: the prompt is held once, the answer once per choice.
+    const reservedTokens = promptTokens + (maxTokens ?? 0) * choices;
     const limits = this.#o.limitsOf(account);
     const subject = limitSubjectOf(key);
     if (limits.dailyTokens !== null && limiter.seedDaily && this.#unseeded(subject, now))
@@ -158,7 +162,7 @@ export class ChatGateway {
         }),
       );
     }
-    const holdMicros = costMicros(model, promptTokens, maxTokens ?? model.defaultMaxTokens);
+    const holdMicros = costMicros(model, promptTokens, (maxTokens ?? model.defaultMaxTokens) * choices);
     const { holds } = this.#o;
     const holdFrom = ctx.trace ? performance.now() : 0;
     let held: boolean;

@@ -305,11 +305,13 @@ describe('parseChatRequest: max_tokens, stream, stop, n', () => {
     rejectsField({ stop: 5 }, 'stop');
   });
 
-  it('n may only be 1', () => {
+  it('n is a whole number from 1 to 8', () => {
     ok({ n: 1 });
     ok({ n: null });
-    rejectsField({ n: 2 }, 'n must be 1');
-    rejectsField({ n: 0 }, 'n must be 1');
+    ok({ n: 8 });
+    rejectsField({ n: 9 }, 'n must be a whole number from 1 to 8');
+    rejectsField({ n: 0 }, 'n must be a whole number from 1 to 8');
+    rejectsField({ n: 2.5 }, 'n must be a whole number from 1 to 8');
   });
 
   it('keeps the body as sent', () => {

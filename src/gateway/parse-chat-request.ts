@@ -1,3 +1,4 @@
+import { invalidChoices } from './choices.ts';
 import type { ModelConfig } from '../config/config.ts';
 import { isObject } from '../core/json.ts';
 import { GatewayError, invalid as invalidParam } from '../shared/gateway-error.ts';
@@ -81,12 +82,24 @@ export function parseChatRequest(
       throw invalid('stream_options.include_usage must be a boolean');
     includeUsage = flag === true;
   }
+  // OpenRouter's way to ask for the usage chunk: `usage: {include: true}`. Read here and taken out of the body,
+  // which goes on to upstreams as sent (OpenAI's refuses fields it does not know).
+  const usage = body['usage'];
+  if (usage !== undefined) {
+    if (
+      usage !== null &&
+      (!isObject(usage) || (usage['include'] !== undefined && typeof usage['include'] !== 'boolean'))
+    )
+      throw invalid('usage must be {"include": true|false}');
+    if (isObject(usage) && usage['include'] === true) includeUsage = true;
+    delete body['usage'];
+  }
   checkStop(body['stop']);
   const tools = parseTools(body['tools']);
   checkToolChoice(body['tool_choice'], tools);
   checkResponseFormat(body['response_format']);
-  const n = body['n'];
-  if (n !== undefined && n !== null && n !== 1) throw invalid('n must be 1 (one choice per request)');
+  const badChoices = invalidChoices(body['n']);
+  if (badChoices) throw badChoices;
 
   return {
     model,

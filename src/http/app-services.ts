@@ -7,6 +7,7 @@ import type { HoldBook } from '../billing/hold-book.ts';
 import type { SettlementQueue } from '../billing/settlement-queue.ts';
 import type { Config } from '../config/config.ts';
 import type { FleetWatch } from '../fleet/fleet-watch.ts';
+import type { EmbeddingsGateway } from '../embeddings/embeddings-gateway.ts';
 import type { ChatGateway } from '../gateway/chat-gateway.ts';
 import type { Scheduler } from '../jobs/scheduler.ts';
 import type { Limiter } from '../limits/limiter.ts';
@@ -36,6 +37,8 @@ export interface Services {
   /** Dashboard sign-in: sessions, password reset and change. */
   sessions: SessionsService;
   gateway: ChatGateway;
+  /** POST /v1/embeddings: the same admission, holds and settlement as chat, without an answer to stream. */
+  embeddings: EmbeddingsGateway;
   router: Router;
   limiter: Limiter;
   settlements: SettlementQueue;

@@ -22,6 +22,9 @@ const EXACT: ReadonlyMap<string, BodyLimit> = new Map([
   ['/api/auth/password-reset', { bytes: 8 * KiB, values: 16 }],
   // A token (512): 3 KB at worst.
   ['/api/auth/verify-email', { bytes: 8 * KiB, values: 16 }],
+  // Up to 2,048 inputs, as text or token arrays: about 300,000 values at most (OpenAI's tokens per request),
+  // and no more bytes than a chat request (TOLLGATE_BODY_LIMIT caps every route).
+  ['/v1/embeddings', { bytes: 64 * 1024 * KiB, values: 320_000 }],
 ]);
 const PREFIXES: readonly (readonly [prefix: string, limit: BodyLimit])[] = [
   // Stripe's event as Stripe sends it: signed bytes, read as text and never parsed before the signature holds.

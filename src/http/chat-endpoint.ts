@@ -15,6 +15,9 @@ import { chatCompletionsSink, createSseSink } from './sse-sink.ts';
 import type { Exchange, FrontDoor } from './front-door.ts';
 import { messagesDoor, countTokensDoor } from './messages-door.ts';
 import { RESPONSES_PATH, responsesDoor, responsesNotStored } from './responses-door.ts';
+import { createItemSeal, type ItemSeal } from './sealed-items.ts';
+import { fallbackModels, triesNextModel, withModel } from './model-fallback.ts';
+import type { CallerContext } from '../gateway/chat-gateway.ts';
 
 export const CHAT_PATH = '/v1/chat/completions';
 
@@ -57,6 +60,7 @@ export function createChatEndpoint(
   options: ChatEndpointOptions,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const clientIp = createClientAddress(options.services.config.trustProxy);
+  const items = createItemSeal(options.services.config.security.secretKeys);
   return (req, res) => {
     const url = req.url ?? '';
     const door = req.method === 'POST' ? DOORS.get(pathOf(url)) : undefined;
@@ -75,6 +79,7 @@ export function createChatEndpoint(
       options,
       door,
       clientIp,
+      items,
       req,
       res,
       performance.now(),
@@ -93,6 +98,7 @@ async function serveChat(
   options: ChatEndpointOptions,
   door: FrontDoor,
   clientIp: (peer: string, forwardedFor: string | undefined) => string,
+  items: ItemSeal,
   req: IncomingMessage,
   res: ServerResponse,
   arrivedAt: number,
@@ -120,29 +126,41 @@ async function serveChat(
             (await services.accounts.authenticateStored(token!, ip)),
         );
     const body = await readJsonBody(req, services.config.bodyLimitBytes);
-    const exchange = door.exchange(body);
+    const candidates = door === chatDoor ? fallbackModels(body) : undefined;
+    if (candidates !== undefined) {
+      // Each model a request of its own; one whose upstreams all fail (before any byte went out) gives way to
+      // the next. Later attempts' usage records take the request id with the attempt's number.
+      for (const [attempt, model] of candidates.entries()) {
+        const ctx = {
+          requestId: attempt === 0 ? requestId : `${requestId}.${attempt}`,
+          key,
+          account,
+          arrivedAt,
+          trace,
+        };
+        try {
+          await answer(
+            services,
+            door,
+            chatDoor.exchange(withModel(body, model), { accountId: account.id, items }),
+            ctx,
+            res,
+            requestId,
+          );
+          return;
+        } catch (error) {
+          if (attempt === candidates.length - 1 || res.headersSent || !triesNextModel(error)) throw error;
+        }
+      }
+    }
+    const exchange = door.exchange(body, { accountId: account.id, items });
     const ctx = { requestId, key, account, arrivedAt, trace };
     if (exchange.countOnly !== undefined) {
       const tokens = await services.gateway.countPrompt(ctx, exchange.chatBody);
       sendJson(res, 200, door.idHeaders(requestId), exchange.countOnly(tokens));
       return;
     }
-    const admitted = await services.gateway.admit(ctx, exchange.chatBody);
-    if (admitted.request.stream) {
-      const text = createSseSink(res, door.idHeaders(requestId));
-      await services.gateway.streamAnswer(admitted, exchange.streamSink(text, admitted));
-      return;
-    }
-    const abort = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
-    });
-    const answered = await services.gateway.wholeAnswer(admitted, abort.signal);
-    const headers = Object.assign(answerHeaders(answered), door.idHeaders(requestId));
-    // Chat completions answer with the completion itself: the upstream's own JSON text where it was kept.
-    if (door === chatDoor || door === playgroundDoor)
-      sendJsonText(res, 200, headers, completionJson(answered.completion));
-    else sendJsonText(res, 200, headers, JSON.stringify(exchange.answer(answered.completion, admitted)));
+    await answer(services, door, exchange, ctx, res, requestId);
   } catch (error) {
     const failure = toGatewayError(error);
     trace?.failed(failure.code, failure.status);
@@ -161,6 +179,33 @@ async function serveChat(
   } finally {
     trace?.end();
   }
+}
+
+/** Admits the request, calls the model and writes its answer, whole or streamed. */
+async function answer(
+  services: Services,
+  door: FrontDoor,
+  exchange: Exchange,
+  ctx: CallerContext,
+  res: ServerResponse,
+  requestId: string,
+): Promise<void> {
+  const admitted = await services.gateway.admit(ctx, exchange.chatBody);
+  if (admitted.request.stream) {
+    const text = createSseSink(res, door.idHeaders(requestId));
+    await services.gateway.streamAnswer(admitted, exchange.streamSink(text, admitted));
+    return;
+  }
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  const answered = await services.gateway.wholeAnswer(admitted, abort.signal);
+  const headers = Object.assign(answerHeaders(answered), door.idHeaders(requestId));
+  // Chat completions answer with the completion itself: the upstream's own JSON text where it was kept.
+  if (door === chatDoor || door === playgroundDoor)
+    sendJsonText(res, 200, headers, completionJson(answered.completion));
+  else sendJsonText(res, 200, headers, JSON.stringify(exchange.answer(answered.completion, admitted)));
 }
 
 /** Writes `value` as the whole JSON answer, in one write with its headers. */

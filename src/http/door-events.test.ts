@@ -10,6 +10,7 @@ import { GatewayError } from '../shared/gateway-error.ts';
 import type { FrontDoor } from './front-door.ts';
 import { messagesDoor } from './messages-door.ts';
 import { responsesDoor } from './responses-door.ts';
+import { createItemSeal } from './sealed-items.ts';
 
 function recorder(): TextSink & { text: string; writes: number } {
   return {
@@ -62,7 +63,10 @@ const toolAnswer: StreamEvent[][] = [
 function run(door: FrontDoor, batches: StreamEvent[][], failure?: GatewayError) {
   const text = recorder();
   const sink = door
-    .exchange({ model: 'model-a', input: 'hi', messages: [{ role: 'user', content: 'hi' }], max_tokens: 9 })
+    .exchange(
+      { model: 'model-a', input: 'hi', messages: [{ role: 'user', content: 'hi' }], max_tokens: 9 },
+      { accountId: 'acct_1', items: createItemSeal(undefined) },
+    )
     .streamSink(text, admitted);
   sink.open({ rateLimits: {}, overheadMs: 0, costMicros: undefined });
   for (const batch of batches) assert.equal(sink.events(batch), true);
@@ -98,7 +102,7 @@ describe('the Messages door writes canonical events as Messages events', () => {
     const blockStart = events.find((event) => event.name === 'content_block_start');
     assert.deepEqual(blockStart?.data['content_block'], {
       type: 'tool_use',
-      id: 'call_1',
+      id: 'toolu_call_1',
       name: 'get',
       input: {},
     });

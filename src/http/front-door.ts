@@ -5,6 +5,7 @@ import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import type { Services } from '../services.ts';
 import type { AccountRecord, ApiKeyRecord } from '../store/records.ts';
+import type { ItemSeal } from './sealed-items.ts';
 
 /**
  * A client protocol: how its requests become the canonical chat request and how the canonical answer and stream
@@ -16,11 +17,17 @@ export interface FrontDoor {
   /** The headers that carry the request id on every answer (`x-request-id`, and the protocol's own). */
   idHeaders(requestId: string): Record<string, string>;
   /** Takes one parsed body: the canonical request's body (chat-completions shape) and the answer's encoders. */
-  exchange(body: unknown): Exchange;
+  exchange(body: unknown, context: ExchangeContext): Exchange;
   /** A failure as this protocol's error object. */
   errorBody(error: GatewayError, requestId: string): unknown;
   /** Who calls, when not by an API key (the dashboard playground's session). */
   caller?(req: IncomingMessage, services: Pick<Services, 'sessions' | 'config'>): Promise<Caller>;
+}
+
+/** What a door may need of the caller to translate a request: whose it is, and the sealer of carried items. */
+export interface ExchangeContext {
+  accountId: string;
+  items: ItemSeal;
 }
 
 export interface Caller {

@@ -120,6 +120,8 @@ function toChatBody(body: unknown, needsMaxTokens: boolean): Json {
     if (!Array.isArray(tools)) throw invalid('tools must be an array', 'tools');
     if (tools.length > 0) chat['tools'] = tools.map(toChatTool);
   }
+  const format = outputFormat(body['output_config']);
+  if (format !== undefined) chat['response_format'] = format;
   const choice = body['tool_choice'];
   if (choice !== undefined && choice !== null) {
     if (!isObject(choice)) throw invalid('tool_choice must be an object', 'tool_choice');
@@ -129,6 +131,26 @@ function toChatBody(body: unknown, needsMaxTokens: boolean): Json {
   }
   return chat;
 }
+
+/**
+ * `output_config.format` (Anthropic's structured output: `{type: "json_schema", schema}`) as the chat
+ * `response_format`, which every upstream adapter honours or refuses with a 400 naming the model.
+ */
+function outputFormat(config: unknown): Json | undefined {
+  if (config === undefined || config === null) return undefined;
+  if (!isObject(config)) throw invalid('output_config: must be an object', 'output_config');
+  const format = config['format'];
+  if (format === undefined || format === null) return undefined;
+  if (!isObject(format) || format['type'] !== 'json_schema' || !isObject(format['schema']))
+    throw invalid(
+      'output_config.format: must be {"type": "json_schema", "schema": {…}}',
+      'output_config.format',
+    );
+  return { type: 'json_schema', json_schema: { name: 'output', schema: format['schema'] } };
+}
+
+/** A tool call's id as Anthropic's clients expect it (`toolu_…`); ids sent back keep the prefix, consistently. */
+const toolUseId = (id: string): string => (id.startsWith('toolu_') ? id : `toolu_${id}`);
 
 /** One Messages turn into chat messages: tool results become tool messages (ahead of the turn's text). */
 function addMessage(messages: Json[], message: unknown, index: number): void {
@@ -248,8 +270,9 @@ function toChatToolChoice(choice: Json): unknown {
 
 const messageId = (): string => `msg_${randomBytes(12).toString('hex')}`;
 
-/** The chat finish reason as Anthropic's stop_reason. */
-function stopReason(finish: FinishReason | null): string {
+/** The chat finish reason as Anthropic's stop_reason: `stop_sequence` when a stop sequence ended it. */
+function stopReason(finish: FinishReason | null, stopSequence?: unknown): string {
+  if (finish === 'stop' && typeof stopSequence === 'string') return 'stop_sequence';
   switch (finish) {
     case 'length':
       return 'max_tokens';
@@ -271,6 +294,9 @@ function parseInput(args: string): unknown {
   }
 }
 
+const stopSequenceOf = (finish: FinishReason | null, stopSequence: unknown): string | null =>
+  finish === 'stop' && typeof stopSequence === 'string' ? stopSequence : null;
+
 const usageOf = (usage: Usage | undefined): Json => ({
   input_tokens: usage?.prompt_tokens ?? 0,
   output_tokens: usage?.completion_tokens ?? 0,
@@ -284,7 +310,7 @@ function messageObject(completion: ChatCompletion, admitted: Admitted): Json {
   for (const call of choice?.message.tool_calls ?? [])
     content.push({
       type: 'tool_use',
-      id: call.id,
+      id: toolUseId(call.id),
       name: call.function.name,
       input: parseInput(call.function.arguments),
     });
@@ -294,8 +320,8 @@ function messageObject(completion: ChatCompletion, admitted: Admitted): Json {
     role: 'assistant',
     model: admitted.request.model,
     content,
-    stop_reason: stopReason(choice?.finish_reason ?? null),
-    stop_sequence: null,
+    stop_reason: stopReason(choice?.finish_reason ?? null, choice?.stop_reason),
+    stop_sequence: stopSequenceOf(choice?.finish_reason ?? null, choice?.stop_reason),
     usage: usageOf(completion.usage),
   };
 }
@@ -310,6 +336,7 @@ function messagesSink(text: TextSink, admitted: Admitted): StreamSink {
   let block: 'text' | 'tool' | undefined;
   const calls = new Map<number, number>();
   let finish: FinishReason | null = null;
+  let stopSequence: string | undefined;
 
   const send = (type: string, event: Json): boolean =>
     text.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...event })}\n\n`);
@@ -340,7 +367,7 @@ function messagesSink(text: TextSink, admitted: Admitted): StreamSink {
         index,
         content_block: {
           type: 'tool_use',
-          id: call.id ?? `toolu_${randomBytes(12).toString('hex')}`,
+          id: toolUseId(call.id ?? randomBytes(12).toString('hex')),
           name: call.name ?? '',
           input: {},
         },
@@ -373,8 +400,10 @@ function messagesSink(text: TextSink, admitted: Admitted): StreamSink {
     events(batch) {
       let ready = true;
       for (const event of batch) {
-        if (event.type === 'finish') finish = event.reason;
-        else if (event.type === 'text' && event.text !== '') ready = sendText(event.text) && ready;
+        if (event.type === 'finish') {
+          finish = event.reason;
+          stopSequence = event.stopSequence;
+        } else if (event.type === 'text' && event.text !== '') ready = sendText(event.text) && ready;
         else if (event.type === 'tool') ready = sendTool(event) && ready;
       }
       return ready;
@@ -382,7 +411,10 @@ function messagesSink(text: TextSink, admitted: Admitted): StreamSink {
     complete(usage) {
       stop();
       send('message_delta', {
-        delta: { stop_reason: stopReason(finish), stop_sequence: null },
+        delta: {
+          stop_reason: stopReason(finish, stopSequence),
+          stop_sequence: stopSequenceOf(finish, stopSequence),
+        },
         usage: usageOf(usage),
       });
       send('message_stop', {});

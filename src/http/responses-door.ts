@@ -9,7 +9,7 @@ import { GatewayError, invalid } from '../shared/gateway-error.ts';
 import { answerHeaders } from './answer-headers.ts';
 import { createDoorSink } from './door-sink.ts';
 import { bearerToken } from './auth-hook.ts';
-import { type FrontDoor, renameFields } from './front-door.ts';
+import { type ExchangeContext, type FrontDoor, renameFields } from './front-door.ts';
 
 /**
  * The OpenAI Responses API front door (POST /v1/responses): a Responses request becomes a chat-completions body
@@ -30,15 +30,19 @@ export const responsesNotStored = (): GatewayError =>
 export const responsesDoor: FrontDoor = {
   token: (req) => bearerToken(req.headers.authorization),
   idHeaders: (requestId) => ({ 'x-request-id': requestId }),
-  exchange(body) {
-    const chatBody = toChatBody(body);
+  exchange(body, context) {
+    const chatBody = toChatBody(body, context);
     const echo = body as Json;
     return {
       chatBody,
       streamSink: (text, admitted) => responsesSink(text, echo, admitted),
       answer: (completion, admitted) => {
         const choice = completion.choices[0];
-        const output = outputItems(choice?.message.content ?? null, choice?.message.tool_calls);
+        const output = outputItems(choice?.message.content ?? null, choice?.message.tool_calls, context);
+        const logprobs = (choice?.logprobs as { content?: unknown } | null | undefined)?.content;
+        const message = output.find((item) => item['type'] === 'message');
+        if (message !== undefined && Array.isArray(logprobs))
+          (message['content'] as Json[])[0]!['logprobs'] = logprobs;
         return responseObject(
           echo,
           admitted,
@@ -62,7 +66,7 @@ const RESPONSES_FIELDS = [
 ] as const;
 
 /** A Responses request as the chat-completions body the gateway validates; 400 for what cannot be served. */
-function toChatBody(body: unknown): Json {
+function toChatBody(body: unknown, context: ExchangeContext): Json {
   if (!isObject(body)) throw invalid('the request body must be a JSON object');
   if (body['previous_response_id'] !== undefined && body['previous_response_id'] !== null)
     throw invalid(
@@ -84,7 +88,8 @@ function toChatBody(body: unknown): Json {
   }
   const input = body['input'];
   if (typeof input === 'string') messages.push({ role: 'user', content: input });
-  else if (Array.isArray(input)) input.forEach((item: unknown, index) => addItem(messages, item, index));
+  else if (Array.isArray(input))
+    input.forEach((item: unknown, index) => addItem(messages, item, index, context));
   else throw invalid('input is required: a string or an array of input items', 'input');
 
   const chat: Json = { model: body['model'], messages };
@@ -100,6 +105,16 @@ function toChatBody(body: unknown): Json {
   }
   const toolChoice = body['tool_choice'];
   if (toolChoice !== undefined && toolChoice !== null) chat['tool_choice'] = toChatToolChoice(toolChoice);
+  const include = body['include'];
+  if (Array.isArray(include) && include.includes('message.output_text.logprobs')) {
+    chat['logprobs'] = true;
+    if (body['top_logprobs'] !== undefined && body['top_logprobs'] !== null)
+      chat['top_logprobs'] = body['top_logprobs'];
+  }
+  // Fields of no Responses meaning here go on as chat fields, so they meet chat's checks: a cost-bearing one
+  // (service_tier …) is refused by the deployment's policy, a chat one (stop …) is validated and honoured.
+  for (const [field, value] of Object.entries(body))
+    if (!RESPONSES_OWN_FIELDS.has(field) && !(field in chat)) chat[field] = value;
   const text = body['text'];
   if (isObject(text) && isObject(text['format'])) {
     const format = text['format'];
@@ -115,10 +130,43 @@ function toChatBody(body: unknown): Json {
   return chat;
 }
 
+/**
+ * The Responses fields this door maps or deliberately leaves out (stored state, caching hints, metadata that
+ * changes no answer). Anything else is passed on as a chat field.
+ */
+const RESPONSES_OWN_FIELDS: ReadonlySet<string> = new Set([
+  'model',
+  'input',
+  'instructions',
+  'stream',
+  'max_output_tokens',
+  'temperature',
+  'top_p',
+  'parallel_tool_calls',
+  'user',
+  'tools',
+  'tool_choice',
+  'text',
+  'include',
+  'top_logprobs',
+  'metadata',
+  'store',
+  'previous_response_id',
+  'conversation',
+  'background',
+  'reasoning',
+  'truncation',
+  'prompt_cache_key',
+  'safety_identifier',
+  'stream_options',
+  'max_tool_calls',
+]);
+
 /** One input item into the chat messages: a message, a function call (an assistant turn) or its output. */
-function addItem(messages: Json[], item: unknown, index: number): void {
+function addItem(messages: Json[], given: unknown, index: number, context: ExchangeContext): void {
   const at = `input[${index}]`;
-  if (!isObject(item)) throw invalid(`${at} must be an object`, at);
+  if (!isObject(given)) throw invalid(`${at} must be an object`, at);
+  const item = given['type'] === 'item_reference' ? referenced(given, at, context) : given;
   const type = item['type'] ?? 'message';
   if (type === 'message') {
     const role = item['role'];
@@ -150,11 +198,6 @@ function addItem(messages: Json[], item: unknown, index: number): void {
     });
   } else if (type === 'reasoning') {
     // A reasoning model's summary from an earlier turn: not part of the prompt any upstream here takes.
-  } else if (type === 'item_reference') {
-    throw invalid(
-      `${at}: item_reference is not supported: Tollgate stores no items; send the item itself`,
-      at,
-    );
   } else {
     throw invalid(
       `${at}.type ${JSON.stringify(type).slice(0, 60)} is not supported: use message, function_call or function_call_output items`,
@@ -210,6 +253,13 @@ function toChatToolChoice(choice: unknown): unknown {
   );
 }
 
+/** The item an `item_reference` names, opened from its sealed id, as the input item it stands for. */
+function referenced(reference: Json, at: string, context: ExchangeContext): Json {
+  const item = context.items.open(reference['id'], context.accountId, at);
+  if (item.type === 'message') return { type: 'message', role: 'assistant', content: item.text };
+  return item;
+}
+
 const itemId = (prefix: string): string => `${prefix}_${randomBytes(12).toString('hex')}`;
 
 type Status = 'completed' | 'incomplete';
@@ -217,11 +267,22 @@ type Status = 'completed' | 'incomplete';
 const statusOf = (finish: FinishReason | null): Status =>
   finish === 'length' || finish === 'content_filter' ? 'incomplete' : 'completed';
 
-function outputItems(content: string | null, calls: ToolCall[] | undefined): Json[] {
+/** A whole answer's items, each id carrying its item (sealed) so that a later `item_reference` resolves. */
+function outputItems(
+  content: string | null,
+  calls: ToolCall[] | undefined,
+  { items, accountId }: ExchangeContext,
+): Json[] {
   const output: Json[] = [];
-  if (content !== null && content !== '') output.push(messageItem(itemId('msg'), content, 'completed'));
-  for (const call of calls ?? [])
-    output.push(callItem(itemId('fc'), call.id, call.function.name, call.function.arguments, 'completed'));
+  if (content !== null && content !== '')
+    output.push(
+      messageItem(items.idFor('msg', accountId, { type: 'message', text: content }), content, 'completed'),
+    );
+  for (const call of calls ?? []) {
+    const { name, arguments: args } = call.function;
+    const sealed = { type: 'function_call' as const, call_id: call.id, name, arguments: args };
+    output.push(callItem(items.idFor('fc', accountId, sealed), call.id, name, args, 'completed'));
+  }
   return output;
 }
 
@@ -272,7 +333,10 @@ function responseObject(
     output,
     parallel_tool_calls: echo['parallel_tool_calls'] ?? true,
     previous_response_id: null,
-    reasoning: { effort: null, summary: null },
+    reasoning: {
+      effort: (isObject(echo['reasoning']) ? echo['reasoning']['effort'] : null) ?? null,
+      summary: (isObject(echo['reasoning']) ? echo['reasoning']['summary'] : null) ?? null,
+    },
     store: false,
     temperature: known.temperature ?? DEFAULT_TEMPERATURE,
     text,

@@ -72,7 +72,7 @@ function parseKeyChange(body: KeyBody, config: Config, now: number): KeyChange {
           'invalid_request',
           'body.allowed_models: give at least one model, or null for every model',
         );
-      const unknown = models.find((id) => !config.models.has(id));
+      const unknown = models.find((id) => !config.models.has(id) && !config.embeddingModels.has(id));
       if (unknown !== undefined)
         throw new GatewayError('invalid_request', `body.allowed_models: ${unknown} is not a model`);
     }

@@ -6,7 +6,9 @@ import { StoreUnavailableError } from '../../store/db.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { bearerToken } from '../auth-hook.ts';
 import { presentModel, presentPlan } from '../present.ts';
-import { healthSchema, modelSchema, modelsSchema, plansSchema, readySchema } from '../schemas/api.ts';
+import { healthSchema, modelListSchema, oneModelSchema, plansSchema, readySchema } from '../schemas/api.ts';
+import { presentEmbeddingModel } from '../../embeddings/present-embedding-model.ts';
+import { anthropicModel, anthropicPage, modelCreated } from '../model-listing.ts';
 
 /**
  * Health, plans and models: no key needed (health's details need the admin key); metrics need a token.
@@ -55,18 +57,31 @@ export const publicRoutes: FastifyPluginAsync<
     data: [...services.config.plans.values()].map(presentPlan),
   }));
 
-  const created = Math.floor(services.startedAt / 1000);
   const models = {
     object: 'list',
-    data: [...services.config.models.values()].map((model) => presentModel(model, created)),
+    data: [
+      ...[...services.config.models.values()].map((model) => presentModel(model, modelCreated(model.id))),
+      ...[...services.config.embeddingModels.values()].map((model) =>
+        presentEmbeddingModel(model, modelCreated(model.id)),
+      ),
+    ],
   };
-  app.get('/v1/models', { schema: { response: { 200: modelsSchema } } }, async () => models);
-  const byId = new Map([...services.config.models.keys()].map((id, index) => [id, models.data[index]!]));
+  // Anthropic's SDK lists models with its version header: its own shape, chat models only (the Messages API).
+  const anthropicModels = new Map(
+    [...services.config.models.values()].map((model) => [model.id, anthropicModel(model)]),
+  );
+  const anthropicList = anthropicPage([...anthropicModels.values()]);
+  const isAnthropic = (request: FastifyRequest): boolean =>
+    request.headers['anthropic-version'] !== undefined;
+  app.get('/v1/models', { schema: { response: { 200: modelListSchema } } }, async (request) =>
+    isAnthropic(request) ? anthropicList : models,
+  );
+  const byId = new Map(models.data.map((model) => [model.id, model]));
   app.get<{ Params: { id: string } }>(
     '/v1/models/:id',
-    { schema: { response: { 200: modelSchema } } },
+    { schema: { response: { 200: oneModelSchema } } },
     async (request) => {
-      const model = byId.get(request.params.id);
+      const model = (isAnthropic(request) ? anthropicModels : byId).get(request.params.id);
       if (model) return model;
       throw new GatewayError(
         'model_not_found',

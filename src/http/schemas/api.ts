@@ -454,7 +454,75 @@ export const modelSchema = {
   },
 } as const;
 export type Model = FromSchema<typeof modelSchema>;
-export const modelsSchema = list(modelSchema);
+
+/** An embedding model as `GET /v1/models` lists it: a chat model's fields where they apply, and its dimensions. */
+export const embeddingModelSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'object',
+    'created',
+    'owned_by',
+    'type',
+    'description',
+    'dimensions',
+    'max_input_tokens',
+    'pricing',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: string,
+    object: { type: 'string', const: 'model' },
+    created: integer,
+    owned_by: string,
+    type: { type: 'string', const: 'embedding' },
+    description: string,
+    dimensions: integer,
+    max_input_tokens: integer,
+    pricing: {
+      type: 'object',
+      required: ['input_usd_per_million'],
+      additionalProperties: false,
+      properties: { input_usd_per_million: usd },
+    },
+  },
+} as const;
+export type EmbeddingModel = FromSchema<typeof embeddingModelSchema>;
+/** Every model of the catalog: chat models, then embedding models. */
+export const catalogModelSchema = { anyOf: [modelSchema, embeddingModelSchema] } as const;
+export type CatalogModel = FromSchema<typeof catalogModelSchema>;
+export const modelsSchema = list(catalogModelSchema);
+
+/** A chat model as Anthropic's Models API lists it (the request carries `anthropic-version`). */
+export const anthropicModelSchema = {
+  type: 'object',
+  required: ['type', 'id', 'display_name', 'created_at', 'max_input_tokens', 'max_tokens'],
+  additionalProperties: true,
+  properties: {
+    type: { type: 'string', const: 'model' },
+    id: string,
+    display_name: string,
+    created_at: string,
+    max_input_tokens: integer,
+    max_tokens: integer,
+  },
+} as const;
+/** Anthropic's page of models: its data, first and last ids, and whether more follow. */
+export const anthropicModelsSchema = {
+  type: 'object',
+  required: ['data', 'first_id', 'last_id', 'has_more'],
+  additionalProperties: false,
+  properties: {
+    data: { type: 'array', items: anthropicModelSchema },
+    first_id: nullableString,
+    last_id: nullableString,
+    has_more: { type: 'boolean' },
+  },
+} as const;
+/** `GET /v1/models`: OpenAI's list, or Anthropic's page when the request carries `anthropic-version`. */
+export const modelListSchema = { anyOf: [modelsSchema, anthropicModelsSchema] } as const;
+/** `GET /v1/models/{id}`: one model, in OpenAI's shape or Anthropic's. */
+export const oneModelSchema = { anyOf: [catalogModelSchema, anthropicModelSchema] } as const;
 
 const orderProperties = {
   order_id: string,

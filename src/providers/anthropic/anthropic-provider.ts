@@ -24,7 +24,13 @@ interface StreamEvent {
   index?: number;
   message?: { id?: string; model?: string; usage?: AnthropicUsage };
   content_block?: { type?: string; id?: string; name?: string; text?: string };
-  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
+  delta?: {
+    type?: string;
+    text?: string;
+    partial_json?: string;
+    stop_reason?: string | null;
+    stop_sequence?: string | null;
+  };
   usage?: AnthropicUsage;
   error?: { type?: string; message?: string };
 }
@@ -133,10 +139,12 @@ export function anthropicDecoder(): EventDecoder {
           stopped = true;
           const finish = mapAnthropicStopReason(event.delta?.stop_reason);
           // A forced structured answer ends in tool_use; to the client it is a finished answer.
+          const matched = event.delta?.stop_sequence;
           if (finish !== null)
             out.push({
               type: 'finish',
               reason: finish === 'tool_calls' && tools.size === 0 ? 'stop' : finish,
+              ...(typeof matched === 'string' ? { stopSequence: matched } : {}),
             });
           break;
         }

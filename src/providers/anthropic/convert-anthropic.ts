@@ -43,6 +43,7 @@ export interface AnthropicResponse {
   )[];
   model: string;
   stop_reason: string | null;
+  stop_sequence?: string | null;
   usage: AnthropicUsage;
 }
 
@@ -220,6 +221,7 @@ export function convertAnthropicResponse(response: AnthropicResponse): ChatCompl
           ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
         },
         finish_reason: finish === 'tool_calls' && toolCalls.length === 0 ? 'stop' : finish,
+        ...(typeof response.stop_sequence === 'string' ? { stop_reason: response.stop_sequence } : {}),
       },
     ],
     usage: anthropicUsage(response.usage),

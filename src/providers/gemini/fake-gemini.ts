@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { listenFake } from '../fake-upstream.ts';
 import { schemaInstance } from '../simulator/schema-instance.ts';
+import { serveGeminiEmbeddings } from '../../embeddings/fake-embeddings.ts';
 
 /** What the fake does with one request; behaviours are taken in order, then `ok`. */
 export type GeminiBehaviour =
@@ -52,13 +53,19 @@ export async function startFakeGemini(apiKey: string): Promise<FakeGemini> {
   const received: GeminiReceived[] = [];
   const server = await listenFake((request, body, response) => {
     received.push({ path: request.url ?? '', headers: request.headers, body });
-    const match = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)(\?alt=sse)?$/.exec(
-      request.url ?? '',
-    );
+    const match =
+      /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent|embedContent|batchEmbedContents)(\?alt=sse)?$/.exec(
+        request.url ?? '',
+      );
     if (!match) return sendError(response, 404, `path ${request.url} not found`);
     if (request.headers['x-goog-api-key'] !== apiKey)
       return sendError(response, 400, 'API key not valid. Please pass a valid API key.');
     const behaviour = queue.shift() ?? { kind: 'ok' };
+    if (match[2] === 'embedContent' || match[2] === 'batchEmbedContents') {
+      if (behaviour.kind === 'status')
+        return sendError(response, behaviour.status, behaviour.message ?? `fake error ${behaviour.status}`);
+      return serveGeminiEmbeddings(match[2], body, response);
+    }
     serve(behaviour, decodeURIComponent(match[1]!), match[2] === 'streamGenerateContent', body, response);
   });
   return {

@@ -27,7 +27,12 @@ export function chunkEvents(chunk: ChatChunk, out: EventBatch, started: boolean)
         args: typeof args === 'string' ? args : '',
       });
     }
-    if (choice?.finish_reason) out.push({ type: 'finish', reason: choice.finish_reason });
+    if (choice?.finish_reason)
+      out.push(
+        typeof choice.stop_reason === 'string'
+          ? { type: 'finish', reason: choice.finish_reason, stopSequence: choice.stop_reason }
+          : { type: 'finish', reason: choice.finish_reason },
+      );
   }
   const usage = chunk.usage;
   if (typeof usage?.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number')

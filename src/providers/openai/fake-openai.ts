@@ -10,6 +10,7 @@ import {
   sse,
   startFakeUpstream,
 } from '../fake-upstream.ts';
+import { serveOpenAIEmbeddings } from '../../embeddings/fake-embeddings.ts';
 
 /**
  * A fake OpenAI-compatible server on a loopback port, in the documented wire format: POST /v1/chat/completions,
@@ -19,9 +20,12 @@ export function startFakeOpenAI(): Promise<FakeUpstream> {
   return startFakeUpstream({
     root: '/v1',
     serve: (behaviour, body, response, state) =>
-      behaviour.kind === 'flood'
-        ? void flood(behaviour.maxBytes, body, response, state)
-        : serveOpenAI(behaviour, body, response),
+      // An embeddings request (its body has `input`, not `messages`) is answered as POST /v1/embeddings.
+      behaviour.kind === 'ok' && body?.input !== undefined && body?.messages === undefined
+        ? serveOpenAIEmbeddings(body, response)
+        : behaviour.kind === 'flood'
+          ? void flood(behaviour.maxBytes, body, response, state)
+          : serveOpenAI(behaviour, body, response),
   });
 }
 

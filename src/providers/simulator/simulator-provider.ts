@@ -22,6 +22,10 @@ import {
 } from '../../core/provider.ts';
 import { ProviderError } from '../../core/provider-error.ts';
 import { SchemaBudgetError, schemaInstance } from './schema-instance.ts';
+import { choicesOf } from '../../gateway/choices.ts';
+
+/** The simulator's `system_fingerprint`: its configuration does not change between answers. */
+const SYSTEM_FINGERPRINT = 'fp_tollgate_sim1';
 
 const WORDS = (
   'the gateway answers every request with care and counts each token it sends so that the ledger stays exact ' +
@@ -30,6 +34,8 @@ const WORDS = (
 
 interface Answer {
   text: string;
+  /** The stop sequence the text was cut at, if one was. */
+  stopSequence?: string | undefined;
   toolCall: ToolCall | undefined;
   /** The request asked for structured output (its text is JSON, cut into pieces as JSON). */
   structured: boolean;
@@ -57,33 +63,36 @@ export function createSimulatorProvider(options: {
     id: options.id,
     async complete(call) {
       await pause(options.firstTokenMs, call.signal);
-      const answer = compose(call.request);
+      const answers = Array.from({ length: choicesOf(call.request) }, (_, choice) =>
+        compose(call.request, choice),
+      );
+      const completionTokens = answers.reduce((sum, answer) => sum + answer.completionTokens, 0);
       const promptTokens = await promptTokensOf(call);
       const completion: ChatCompletion = {
         id: `chatcmpl-sim${nextId()}`,
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: call.upstreamModel,
-        choices: [
-          {
-            index: 0,
-            message: {
-              role: 'assistant',
-              content: answer.toolCall ? null : answer.text,
-              ...(answer.toolCall ? { tool_calls: [answer.toolCall] } : {}),
-              refusal: null,
-            },
-            logprobs:
-              wantsLogprobs(call.request) && !answer.toolCall
-                ? logprobsOf(answer.text, call.request, MAX_LOGPROB_TOKENS)
-                : null,
-            finish_reason: answer.finishReason,
+        system_fingerprint: SYSTEM_FINGERPRINT,
+        choices: answers.map((answer, index) => ({
+          index,
+          message: {
+            role: 'assistant',
+            content: answer.toolCall ? null : answer.text,
+            ...(answer.toolCall ? { tool_calls: [answer.toolCall] } : {}),
+            refusal: null,
           },
-        ],
+          logprobs:
+            wantsLogprobs(call.request) && !answer.toolCall
+              ? logprobsOf(answer.text, call.request, MAX_LOGPROB_TOKENS)
+              : null,
+          finish_reason: answer.finishReason,
+          ...(answer.stopSequence !== undefined ? { stop_reason: answer.stopSequence } : {}),
+        })),
         usage: {
           prompt_tokens: promptTokens,
-          completion_tokens: answer.completionTokens,
-          total_tokens: promptTokens + answer.completionTokens,
+          completion_tokens: completionTokens,
+          total_tokens: promptTokens + completionTokens,
         },
       };
       return completion;
@@ -92,7 +101,7 @@ export function createSimulatorProvider(options: {
       // The same chunks as canonical events; those due at the same moment in one batch, as on the fast path.
       let batch: EventBatch = [];
       let started = false;
-      for (const step of plan(call, options, begin(call, await promptTokensOf(call)))) {
+      for (const step of planFor(call, options, await promptTokensOf(call))) {
         if (step.afterMs > 0 && batch.length > 0) {
           yield batch;
           batch = [];
@@ -169,6 +178,30 @@ const usageChunk = (base: ChunkBase, answer: Answer, promptTokens: number): Chat
   },
 });
 
+/**
+ * The stream of all the request's choices (`n`): each choice's chunks in turn, with its index, and one usage chunk
+ * at the end counting every choice's completion.
+ */
+function planFor(call: ProviderCall, options: PlanOptions, promptTokens: number, first?: Begun): Step[] {
+  const begun = first ?? begin(call, promptTokens);
+  const n = choicesOf(call.request);
+  if (n === 1) return plan(call, options, begun);
+  const steps: Step[] = [];
+  let completionTokens = 0;
+  for (let choice = 0; choice < n; choice++) {
+    const answer = choice === 0 ? begun.answer : compose(call.request, choice);
+    completionTokens += answer.completionTokens;
+    const own = plan(call, options, { ...begun, answer });
+    // Its last step is its usage chunk: one for the whole stream comes after every choice.
+    for (const step of own.slice(0, -1)) {
+      for (const part of step.chunk.choices) part.index = choice;
+      steps.push(step);
+    }
+  }
+  steps.push({ chunk: usageChunk(begun.base, { completionTokens } as Answer, promptTokens), afterMs: 0 });
+  return steps;
+}
+
 /** The chunks the simulator streams for `call` as parsed chunks, in order, with their pace. */
 function plan(call: ProviderCall, options: PlanOptions, begun: Begun): Step[] {
   const { answer, promptTokens, base } = begun;
@@ -210,7 +243,9 @@ function plan(call: ProviderCall, options: PlanOptions, begun: Begun): Step[] {
       add(next, index === 0 ? options.firstTokenMs : options.chunkIntervalMs);
     }
   }
-  add(chunk({}, answer.finishReason), 0);
+  const last = chunk({}, answer.finishReason);
+  if (answer.stopSequence !== undefined) last.choices[0]!.stop_reason = answer.stopSequence;
+  add(last, 0);
   add(usageChunk(base, answer, promptTokens), 0);
   return steps;
 }
@@ -269,8 +304,8 @@ interface PassPlan {
 function passPlan(call: ProviderCall, options: PlanOptions, promptTokens: number): PassPlan {
   const begun = begin(call, promptTokens);
   const { answer, base } = begun;
-  if (answer.toolCall !== undefined || wantsLogprobs(call.request)) {
-    const steps = plan(call, options, begun);
+  if (answer.toolCall !== undefined || wantsLogprobs(call.request) || choicesOf(call.request) > 1) {
+    const steps = planFor(call, options, promptTokens, begun);
     let at = 0;
     return { count: steps.length, afterMs: (index) => steps[index]!.afterMs, next: () => steps[at++]!.chunk };
   }
@@ -287,7 +322,7 @@ function passPlan(call: ProviderCall, options: PlanOptions, promptTokens: number
       const index = at++;
       if (index < text.count) return bytes.content(text.next(), index === 0);
       return index === text.count
-        ? bytes.finish(answer.finishReason)
+        ? bytes.finish(answer.finishReason, answer.stopSequence)
         : usageChunk(base, answer, promptTokens);
     },
   };
@@ -305,7 +340,7 @@ const RAW_ROLE = '"role":"assistant",';
  */
 function rawChunks(base: ChunkBase): {
   content(text: string, first: boolean): RawChunk;
-  finish(reason: FinishReason): RawChunk;
+  finish(reason: FinishReason, stopSequence: string | undefined): RawChunk;
 } {
   const head = `{"id":${JSON.stringify(base.id)},"object":"chat.completion.chunk","created":${base.created},"model":`;
   const model = JSON.stringify(base.model);
@@ -324,8 +359,9 @@ function rawChunks(base: ChunkBase): {
       const textEnd = bytes.length - RAW_END_OF_CONTENT.length - 1;
       return new RawChunk(bytes, modelStart, modelEnd, -1, -1, textStart, textEnd, quoted.includes('\\'));
     },
-    finish(reason) {
-      const bytes = Buffer.from(`${prefix}},"finish_reason":${JSON.stringify(reason)}}]}`);
+    finish(reason, stopSequence) {
+      const matched = stopSequence === undefined ? '' : `,"stop_reason":${JSON.stringify(stopSequence)}`;
+      const bytes = Buffer.from(`${prefix}},"finish_reason":${JSON.stringify(reason)}${matched}}]}`);
       return new RawChunk(bytes, modelStart, modelEnd, -1, -1, -1, -1, false);
     },
   };
@@ -422,16 +458,18 @@ async function pause(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /** The request's SHA-256 (model, seed, each message's role and content): one string, hashed in one call. */
-function digest(request: ChatRequest): Buffer {
+function digest(request: ChatRequest, choice: number): Buffer {
   const seed = request.body['seed'];
   let text = typeof seed === 'number' ? `${request.model}\u0001${seed}` : request.model;
+  // Each further choice (n > 1) is another sample: the first is the answer a request for one choice gets.
+  if (choice > 0) text += `\u0002${choice}`;
   for (const message of request.messages) text += `\u0000${message.role}\u0000${message.content ?? ''}`;
   return hash('sha256', text, 'buffer');
 }
 
 /** The deterministic answer: a tool call when tools are offered and not yet used (or forced), else text or JSON. */
-function compose(request: ChatRequest): Answer {
-  const seed = digest(request);
+function compose(request: ChatRequest, choice = 0): Answer {
+  const seed = digest(request, choice);
   const known = knownParams(request.body);
   const last = request.messages.at(-1);
   const tool = pickTool(known, last?.role === 'tool');
@@ -462,15 +500,18 @@ function compose(request: ChatRequest): Answer {
   else if (format?.type === 'json_schema')
     text = JSON.stringify(instanceOf(format.json_schema.schema, 'the response format’s'));
   let finishReason: FinishReason = 'stop';
-  if (known.stop) text = cutAtStop(text, known.stop);
+  let stopSequence: string | undefined;
+  if (known.stop) ({ text, stopSequence } = cutAtStop(text, known.stop));
   let tokens = encodeText(text);
   if (known.maxTokens !== undefined && tokens.length > known.maxTokens) {
     tokens = tokens.slice(0, known.maxTokens);
     text = decode(tokens);
     finishReason = 'length';
   }
+  if (finishReason === 'length') stopSequence = undefined;
   return {
     text,
+    stopSequence,
     toolCall: undefined,
     structured: format !== undefined,
     finishReason,
@@ -496,13 +537,17 @@ function instanceOf(schema: unknown, whose: string): unknown {
 }
 
 /** The text up to the first stop sequence it contains (the sequence itself is not sent, as upstreams do). */
-function cutAtStop(text: string, stop: string[]): string {
+function cutAtStop(text: string, stop: string[]): { text: string; stopSequence: string | undefined } {
   let end = text.length;
+  let stopSequence: string | undefined;
   for (const sequence of stop) {
     const at = sequence === '' ? -1 : text.indexOf(sequence);
-    if (at !== -1 && at < end) end = at;
+    if (at !== -1 && at < end) {
+      end = at;
+      stopSequence = sequence;
+    }
   }
-  return text.slice(0, end);
+  return { text: text.slice(0, end), stopSequence };
 }
 
 /** `tool_choice`: none → no call; a named function → that one; required → a call even after a tool result. */

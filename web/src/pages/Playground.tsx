@@ -70,7 +70,8 @@ export function Playground() {
   const [failure, setFailure] = useState<unknown>(null);
   const aborts = useRef<AbortController[]>([]);
   const messageId = useId();
-  const list = models.data?.data ?? [];
+  // Embedding models are listed too, but make no chat answers.
+  const list = (models.data?.data ?? []).filter((m) => (m as { type?: string }).type !== 'embedding');
   const chosen = state.models.map((m, i) => m || list[i]?.id || list[0]?.id || '');
   const pending = state.turns.some((t) => t.answers.some((a) => a?.pending));
 

@@ -493,6 +493,36 @@ export const catalogModelSchema = { anyOf: [modelSchema, embeddingModelSchema] }
 export type CatalogModel = FromSchema<typeof catalogModelSchema>;
 export const modelsSchema = list(catalogModelSchema);
 
+/** `POST /v1/embeddings`: OpenAI's list of embeddings (floats, or base64 of little-endian float32s). */
+export const embeddingsAnswerSchema = {
+  type: 'object',
+  required: ['object', 'data', 'model', 'usage'],
+  additionalProperties: true,
+  properties: {
+    object: { type: 'string', const: 'list' },
+    data: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['object', 'index', 'embedding'],
+        additionalProperties: true,
+        properties: {
+          object: { type: 'string', const: 'embedding' },
+          index: integer,
+          embedding: { type: ['array', 'string'], items: { type: 'number' } },
+        },
+      },
+    },
+    model: string,
+    usage: {
+      type: 'object',
+      required: ['prompt_tokens', 'total_tokens'],
+      additionalProperties: true,
+      properties: { prompt_tokens: integer, total_tokens: integer },
+    },
+  },
+} as const;
+
 /** A chat model as Anthropic's Models API lists it (the request carries `anthropic-version`). */
 export const anthropicModelSchema = {
   type: 'object',

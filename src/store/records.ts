@@ -75,6 +75,8 @@ export interface ApiKeyRecord {
    * creation (see limitSubjectOf).
    */
   limitSubject?: string;
+  /** The organization member the key belongs to, whose limit and allowed models it also obeys. */
+  memberId?: string | null;
 }
 
 /** The subject of a key's rate-limit windows: the revoked key's it took over, else its own id. */

@@ -11,6 +11,7 @@ import { invalidateKeys, type KeyTarget } from './key-invalidation.ts';
 import { KeyAuthentication } from './key-authentication.ts';
 import { KeysService } from './keys-service.ts';
 import type { Mailer } from './mailer.ts';
+import { Organizations } from './organizations.ts';
 import { Registration } from './registration.ts';
 
 export { ipAllowed, isCidr } from './cidr.ts';
@@ -34,7 +35,8 @@ export interface AccountsOptions {
 
 /**
  * The account parts together, each changing for its own reasons: sign-up and verification (registration),
- * who a secret is (authentication), keys, and the account as a whole (controls). The methods below are the
+ * who a secret is (authentication), keys, and the account as a whole (controls), and
+ * the organization an account is (members, roles, invitations). The methods below are the
  * parts' own, bound here so callers keep one handle.
  */
 export class AccountsService {
@@ -42,6 +44,7 @@ export class AccountsService {
   readonly authentication: KeyAuthentication;
   readonly keys: KeysService;
   readonly controls: AccountControls;
+  readonly organizations: Organizations;
 
   constructor(options: AccountsOptions) {
     const { store, config, clock, mailer, cache, bus, logger, limiter, holds } = options;
@@ -51,6 +54,10 @@ export class AccountsService {
     this.authentication = new KeyAuthentication({ store, config, clock, cache, limiter });
     this.keys = new KeysService({ store, config, clock, limiter, holds, invalidate });
     this.controls = new AccountControls({ store, config, clock, holds, invalidate });
+    this.organizations = new Organizations({
+      ...{ store, config, clock, mailer, logger, invalidate },
+      registration: this.registration,
+    });
     this.invalidate = invalidate;
   }
 

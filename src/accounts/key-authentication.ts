@@ -129,6 +129,9 @@ export class KeyAuthentication {
 function principalOf(key: ApiKeyRecord, account: AccountRecord, now: number, clientIp: string): Principal {
   if (key.status === 'revoked') throw new GatewayError('forbidden', 'this API key has been revoked');
   refuseExpiredKey(key, now);
+  // The key's member left the organization (its keys are revoked then; this covers a key read in between).
+  if (key.memberId && !key.member)
+    throw new GatewayError('forbidden', 'this API key belongs to a member who left the organization');
   if (account.status === 'suspended') throw new GatewayError('forbidden', 'this account is suspended');
   if (key.allowedIps && !ipAllowed(key.allowedIps, clientIp))
     throw new GatewayError('forbidden', `this API key may not be used from ${clientIp}`);

@@ -76,6 +76,12 @@ export function refuseExpiredKey(key: ApiKeyRecord, now: number): void {
 
 /** The 403 for a model outside the key's allowed models, or undefined when the key may call it. */
 export function modelRefusal(key: ApiKeyRecord, modelId: string): GatewayError | undefined {
+  const memberAllowed = key.member?.allowedModels ?? null;
+  if (memberAllowed !== null && !memberAllowed.includes(modelId))
+    return new GatewayError(
+      'forbidden',
+      `this API key may not use model ${modelId}: its member's allowed models rule permits only ${memberAllowed.join(', ')}`,
+    );
   const allowed = key.controls?.allowedModels ?? null;
   if (allowed === null || allowed.includes(modelId)) return undefined;
   return new GatewayError(

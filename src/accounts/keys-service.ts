@@ -41,8 +41,10 @@ export class KeysService {
     this.#o = options;
   }
 
-  async listKeys(accountId: string): Promise<ApiKeyRecord[]> {
-    return this.#o.store.accounts.keysOf(accountId);
+  /** The account's keys; with `onlyMember`, that member's alone. */
+  async listKeys(accountId: string, onlyMember?: string): Promise<ApiKeyRecord[]> {
+    const keys = await this.#o.store.accounts.keysOf(accountId);
+    return onlyMember === undefined ? keys : keys.filter((key) => key.memberId === onlyMember);
   }
 
   /**
@@ -51,9 +53,10 @@ export class KeysService {
    */
   async keyOverview(
     accountId: string,
+    onlyMember?: string,
   ): Promise<{ key: ApiKeyRecord; lastUsedAt: number | null; status: KeyStatus | null }[]> {
     const { store, holds, clock } = this.#o;
-    const keys = await this.listKeys(accountId);
+    const keys = await this.listKeys(accountId, onlyMember);
     const now = clock();
     const lastUsed = await store.usage.lastUsed(keys.map((key) => key.id));
     return Promise.all(
@@ -83,6 +86,7 @@ export class KeysService {
     name: string,
     allowedIps: string[] | null,
     controls: KeyControls = NO_KEY_CONTROLS,
+    memberId?: string,
   ): Promise<IssuedKey> {
     const { store, config, clock, limiter } = this.#o;
     const account = await store.accounts.byId(accountId);
@@ -123,7 +127,7 @@ export class KeysService {
       // A key made in place of a revoked one takes over its rate-limit windows (a day's worth matters: the
       // longest window is the UTC day), so revoking and re-creating never brings fresh limits.
       const inherited = await tx.accounts.freeLimitSubject(accountId, now - DAY_MS);
-      return insertKey(tx, { accountId, name, allowedIps, controls, limitSubject: inherited }, now);
+      return insertKey(tx, { accountId, name, allowedIps, controls, limitSubject: inherited, memberId }, now);
     });
   }
 
@@ -131,8 +135,13 @@ export class KeysService {
    * Changes a key's name, allow-list or controls (limit, period, expiry, allowed models); the cached key is
    * dropped here and on every instance, so the new rules apply to the next request.
    */
-  async updateKey(accountId: string, keyId: string, change: KeyChange): Promise<ApiKeyRecord> {
-    const key = await this.#ownKey(accountId, keyId);
+  async updateKey(
+    accountId: string,
+    keyId: string,
+    change: KeyChange,
+    onlyMember?: string,
+  ): Promise<ApiKeyRecord> {
+    const key = await this.#ownKey(accountId, keyId, onlyMember);
     if (key.status === 'revoked')
       throw new GatewayError('invalid_request', 'a revoked key cannot be changed');
     const was = key.controls ?? NO_KEY_CONTROLS;
@@ -157,9 +166,9 @@ export class KeysService {
     return { ...key, name, allowedIps, controls };
   }
 
-  async revokeKey(accountId: string, keyId: string): Promise<ApiKeyRecord> {
+  async revokeKey(accountId: string, keyId: string, onlyMember?: string): Promise<ApiKeyRecord> {
     const { store, clock } = this.#o;
-    const key = await this.#ownKey(accountId, keyId);
+    const key = await this.#ownKey(accountId, keyId, onlyMember);
     if (key.status === 'revoked') return key;
     const now = clock();
     await store.accounts.revokeKey(key.id, now);
@@ -170,8 +179,8 @@ export class KeysService {
   }
 
   /** Gives the key a new secret; the old one stops working at once. */
-  async rotateKey(accountId: string, keyId: string): Promise<IssuedKey> {
-    const key = await this.#ownKey(accountId, keyId);
+  async rotateKey(accountId: string, keyId: string, onlyMember?: string): Promise<IssuedKey> {
+    const key = await this.#ownKey(accountId, keyId, onlyMember);
     if (key.status === 'revoked')
       throw new GatewayError('invalid_request', 'a revoked key cannot be rotated');
     const fresh = createSecret();
@@ -188,9 +197,11 @@ export class KeysService {
     );
   }
 
-  async #ownKey(accountId: string, keyId: string): Promise<ApiKeyRecord> {
+  /** The account's key (with `onlyMember`, only if that member's: another member's key is not found). */
+  async #ownKey(accountId: string, keyId: string, onlyMember?: string): Promise<ApiKeyRecord> {
     const key = await this.#o.store.accounts.keyOf(accountId, keyId);
-    if (!key) throw new GatewayError('not_found', `no key ${keyId}`);
+    if (!key || (onlyMember !== undefined && key.memberId !== onlyMember))
+      throw new GatewayError('not_found', `no key ${keyId}`);
     return key;
   }
 }

@@ -6,7 +6,7 @@ import { NO_KEY_CONTROLS, type KeyControls, type LimitPeriod } from '../../store
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { iso, presentKey, usd } from '../present.ts';
-import { userOf } from './principal.ts';
+import { keyScopeOf, memberOf, userOf } from './principal.ts';
 import { usdToMicros } from '../../shared/money.ts';
 
 /** Per-key controls as a client sends them (create and change). */
@@ -108,7 +108,7 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
   const config = { auth: 'user' } as const;
 
   app.get('', { config }, async (request) => {
-    const overview = await services.accounts.keyOverview(userOf(request).account.id);
+    const overview = await services.accounts.keyOverview(userOf(request).account.id, keyScopeOf(request));
     // A limited key also shows its spend this period and what remains.
     const data = overview.map(({ key, lastUsedAt, status }) => ({
       ...presentKey(key),
@@ -127,6 +127,7 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
       change.name ?? 'unnamed',
       change.allowedIps ?? null,
       controlsOf(change),
+      memberOf(request)?.id,
     );
     return reply.status(201).send(issued);
   });
@@ -136,17 +137,26 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
     { config, schema: { ...idParams, ...createSchema } },
     async (request) => {
       const change = parseKeyChange(request.body ?? {}, services.config, services.clock());
-      const key = await services.accounts.updateKey(userOf(request).account.id, request.params.id, change);
+      const key = await services.accounts.updateKey(
+        userOf(request).account.id,
+        request.params.id,
+        change,
+        keyScopeOf(request),
+      );
       return presentKey(key);
     },
   );
 
   app.delete<{ Params: { id: string } }>('/:id', { config, schema: idParams }, async (request) => {
-    const key = await services.accounts.revokeKey(userOf(request).account.id, request.params.id);
+    const key = await services.accounts.revokeKey(
+      userOf(request).account.id,
+      request.params.id,
+      keyScopeOf(request),
+    );
     return presentKey(key);
   });
 
   app.post<{ Params: { id: string } }>('/:id/rotate', { config, schema: idParams }, async (request) => {
-    return services.accounts.rotateKey(userOf(request).account.id, request.params.id);
+    return services.accounts.rotateKey(userOf(request).account.id, request.params.id, keyScopeOf(request));
   });
 };

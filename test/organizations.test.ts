@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { costMicros } from '../src/billing/pricing.ts';
+import { countPromptTokens } from '../src/gateway/count-tokens.ts';
 import { actionOf, mayDo, ROUTE_ACTIONS } from '../src/accounts/roles.ts';
 import { MEMBER_ROLES, type MemberRole } from '../src/store/records.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
@@ -250,6 +252,59 @@ for (const backend of BACKENDS) {
       assert.ok(rows.some((r) => r.action === 'member.remove' && r.actor === admin.email));
       assert.ok(rows.some((r) => r.action === 'member.join'));
       assert.ok(rows.some((r) => r.action === 'member.update' && r.actor === admin.email));
+    });
+
+    it('holds a member’s spending limit across all its keys under concurrent requests', async () => {
+      const email = `limited-${Date.now()}@example.com`;
+      const { token } = await invite(email, 'developer');
+      const accepted = await server.call('POST', '/api/invitations/accept', {
+        body: { token, email, password: PASSWORD },
+      });
+      const session = await signIn(email);
+      const keys: string[] = [];
+      for (const name of ['one', 'two']) {
+        const created = await server.call('POST', '/api/keys', { headers: as(session), body: { name } });
+        assert.equal(created.status, 201);
+        keys.push(created.body.key);
+      }
+      const messages = [{ role: 'user' as const, content: 'Member limit test: answer briefly please.' }];
+      const each = costMicros(
+        server.services.config.models.get('model-b')!,
+        countPromptTokens(messages.map((m) => ({ ...m }))),
+        5,
+      );
+      const limitMicros = each * 5 + Math.floor(each / 3);
+      const limited = await server.call(
+        'PATCH',
+        `/api/organizations/${orgId}/members/${accepted.body.member.id}`,
+        {
+          key: ownerKey,
+          body: { limit_usd: limitMicros / 1e6, limit_period: 'daily' },
+        },
+      );
+      assert.equal(limited.status, 200, JSON.stringify(limited.body));
+      assert.equal(limited.body.limit_period, 'daily');
+      const answers = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          server.call('POST', '/v1/chat/completions', {
+            key: keys[i % 2]!,
+            body: { model: 'model-b', max_tokens: 5, messages },
+          }),
+        ),
+      );
+      const statuses = answers.map((a) => a.status);
+      assert.equal(statuses.filter((s) => s === 200).length, 5, JSON.stringify(statuses));
+      assert.equal(statuses.filter((s) => s === 402).length, 11, JSON.stringify(statuses));
+      const refusal = answers.find((a) => a.status === 402)!;
+      assert.match(refusal.body.error.message, /member's spending limit rule/);
+      await server.services.settlements.flush();
+      const row = await opened.db.get<{ s: number | string | null }>(
+        `SELECT CAST(SUM(u.cost_micros) AS BIGINT) AS s FROM usage_records u JOIN api_keys k ON k.id = u.key_id
+         WHERE k.member_id = $1`,
+        [accepted.body.member.id],
+      );
+      assert.equal(Number(row?.s), each * 5);
+      assert.ok(Number(row?.s) <= limitMicros);
     });
 
     it('refuses a revoked or unknown invitation', async () => {

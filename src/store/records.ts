@@ -143,6 +143,15 @@ export interface KeyBudget {
   keyId: string;
   limitMicros: number | null;
   fromDay: string;
+  /** The key's organization member's limit, across all the member's keys, when it has one. */
+  member?: MemberBudget;
+}
+
+/** What a hold must also fit for the key's member: its limit less all its keys' spend since `fromDay` and holds. */
+export interface MemberBudget {
+  memberId: string;
+  limitMicros: number;
+  fromDay: string;
 }
 
 /** A key with no controls. */

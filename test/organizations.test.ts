@@ -5,7 +5,7 @@ import { countPromptTokens } from '../src/gateway/count-tokens.ts';
 import { actionOf, mayDo, ROUTE_ACTIONS } from '../src/accounts/roles.ts';
 import { MEMBER_ROLES, type MemberRole } from '../src/store/records.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 
 const PASSWORD = 'correct horse battery';
 
@@ -305,6 +305,40 @@ for (const backend of BACKENDS) {
       );
       assert.equal(Number(row?.s), each * 5);
       assert.ok(Number(row?.s) <= limitMicros);
+    });
+
+    it('shows operators an organization’s members and roles, and no one else', async () => {
+      const listed = await server.call('GET', `/api/admin/organizations/${orgId}/members`, {
+        key: ADMIN_KEY,
+      });
+      assert.equal(listed.status, 200, JSON.stringify(listed.body));
+      assert.ok(listed.body.data.some((m: { role: string }) => m.role === 'owner'));
+      assert.ok(listed.body.invitations.length >= 4);
+      const refused = await server.call('GET', `/api/admin/organizations/${orgId}/members`, {
+        key: ownerKey,
+      });
+      assert.equal(refused.status, 403);
+    });
+
+    it('lets the billing member buy a plan for the organization, and no developer', async () => {
+      const developer = await server.call('POST', '/api/billing/checkout', {
+        headers: as(people.get('developer')!),
+        body: { plan: 'starter' },
+      });
+      assert.equal(developer.status, 403);
+      const checkout = await server.call('POST', '/api/billing/checkout', {
+        headers: as(people.get('billing')!),
+        body: { plan: 'starter' },
+      });
+      assert.equal(checkout.status, 201, JSON.stringify(checkout.body));
+      const paid = await fetch(checkout.body.checkout_url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ outcome: 'success' }),
+      });
+      assert.ok(paid.status < 400, String(paid.status));
+      const account = await server.call('GET', '/api/account', { key: ownerKey });
+      assert.equal(account.body.plan, 'starter');
     });
 
     it('refuses a revoked or unknown invitation', async () => {

@@ -338,6 +338,37 @@ export const organizationRoutes: FastifyPluginAsync<
     },
   );
 
+  // The operator console: an organization's members and roles, and its invitations.
+  app.get<{ Params: { id: string } }>(
+    '/admin/organizations/:id/members',
+    {
+      config: { auth: 'admin' },
+      schema: {
+        params: idParams,
+        response: {
+          200: {
+            type: 'object',
+            required: ['object', 'data', 'invitations'],
+            properties: {
+              object: { const: 'list' },
+              data: { type: 'array', items: memberSchema },
+              invitations: { type: 'array', items: invitationSchema },
+            },
+          },
+        },
+      },
+    },
+    async (request) => {
+      await services.accounts.account(request.params.id);
+      const now = services.clock();
+      return {
+        object: 'list' as const,
+        data: (await orgs.members(request.params.id)).map(presentMember),
+        invitations: (await orgs.invitations(request.params.id)).map((i) => presentInvitation(i, now)),
+      };
+    },
+  );
+
   app.post<{ Body: { token: string; email?: string; password?: string } }>(
     '/invitations/accept',
     {

@@ -14,6 +14,7 @@ export const DASHBOARD_PAGES = [
   '/usage',
   '/billing',
   '/webhooks',
+  '/members',
   '/playground',
   '/settings',
   '/login',

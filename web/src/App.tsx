@@ -5,6 +5,7 @@ import { api, ApiError, type Session, setCsrfToken } from './api.ts';
 import { ForgotPassword, ResetPassword, SignIn, SignUp, VerifyEmail } from './pages/Auth.tsx';
 import { Billing } from './pages/Billing.tsx';
 import { Keys } from './pages/Keys.tsx';
+import { Members } from './pages/Members.tsx';
 import { Overview } from './pages/Overview.tsx';
 import { Playground } from './pages/Playground.tsx';
 import { forgetPlayground } from './playground/state.ts';
@@ -21,6 +22,7 @@ const PAGES = [
   { path: '/usage', label: 'Usage' },
   { path: '/billing', label: 'Billing' },
   { path: '/webhooks', label: 'Webhooks' },
+  { path: '/members', label: 'Members' },
   { path: '/playground', label: 'Playground' },
   { path: '/settings', label: 'Settings' },
 ] as const;
@@ -86,6 +88,7 @@ export function App() {
           <Route path="/usage" element={<UsagePage />} />
           <Route path="/billing" element={<Billing />} />
           <Route path="/webhooks" element={<Webhooks />} />
+          <Route path="/members" element={<Members />} />
           <Route path="/playground" element={<Playground />} />
           <Route path="/settings" element={<Settings />} />
           <Route

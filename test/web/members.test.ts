@@ -91,7 +91,7 @@ describe('the members page', { skip: missing ?? (sqlite ? false : 'sqlite desele
     await shoot('members-viewer');
     // The page hides what the API refuses: a viewer creating a key in the organization gets 403.
     const refused = await page.evaluate(async (organization) => {
-      const session = await (await fetch('/api/auth/session')).json();
+      const session = (await (await fetch('/api/auth/session')).json()) as { csrf_token: string };
       const response = await fetch('/api/keys', {
         method: 'POST',
         headers: {

@@ -49,6 +49,11 @@ export async function api<T>(path: string, options: { method?: string; body?: un
   const data: unknown = text ? JSON.parse(text) : undefined;
   if (!response.ok) {
     const error = (data as { error?: { code?: string; message?: string } } | undefined)?.error;
+    // The chosen organization is gone (the person left or was removed): act in the person's own again.
+    if (response.status === 404 && organization && error?.message === `no organization ${organization}`) {
+      setCurrentOrganization('');
+      return api<T>(path, options);
+    }
     throw new ApiError(response.status, error?.code ?? 'error', error?.message ?? `HTTP ${response.status}`);
   }
   return data as T;

@@ -341,6 +341,32 @@ for (const backend of BACKENDS) {
       assert.equal(account.body.plan, 'starter');
     });
 
+    it('stops a former owner’s first key once ownership moved and the former owner was removed', async () => {
+      const email = `founder-${Date.now()}@example.com`;
+      const founder = await server.registerOn('enterprise', email);
+      const heirEmail = `heir-${Date.now()}@example.com`;
+      const invited = await server.call('POST', `/api/organizations/${founder.accountId}/invitations`, {
+        key: founder.key,
+        body: { email: heirEmail, role: 'owner' },
+      });
+      const accepted = await server.call('POST', '/api/invitations/accept', {
+        body: { token: invited.body.token, email: heirEmail, password: PASSWORD },
+      });
+      const heir = await signIn(heirEmail);
+      const removed = await server.call(
+        'DELETE',
+        `/api/organizations/${founder.accountId}/members/mem_${founder.accountId}`,
+        { headers: as(heir, founder.accountId) },
+      );
+      assert.equal(removed.status, 200, JSON.stringify(removed.body));
+      assert.equal(accepted.body.member.role, 'owner');
+      const chat = await server.call('POST', '/v1/chat/completions', {
+        key: founder.key,
+        body: { model: 'model-b', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+      });
+      assert.equal(chat.status, 403);
+    });
+
     it('refuses a revoked or unknown invitation', async () => {
       const { token, id } = await invite(`revoked-${Date.now()}@example.com`, 'viewer');
       const revoked = await server.call('DELETE', `/api/organizations/${orgId}/invitations/${id}`, {

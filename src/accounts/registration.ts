@@ -59,7 +59,12 @@ export class Registration {
           now,
         });
         await tx.accounts.insertEmailToken(token.hash, account.id, now + EMAIL_TOKEN_TTL_MS);
-        return insertKey(tx, { accountId: account.id, name: 'default', allowedIps: null }, now);
+        // The first key is its owner's, like every key: removing the owner member later stops it too.
+        return insertKey(
+          tx,
+          { accountId: account.id, name: 'default', allowedIps: null, memberId: `mem_${account.id}` },
+          now,
+        );
       })
       .catch((error: unknown) => {
         // Two registrations racing past the check: the unique index decides, and the loser hears 409.

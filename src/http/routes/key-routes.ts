@@ -127,7 +127,8 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
       change.name ?? 'unnamed',
       change.allowedIps ?? null,
       controlsOf(change),
-      memberOf(request)?.id,
+      // A key with no member is its personal organization's owner's (made before organizations).
+      memberOf(request)?.id ?? `mem_${userOf(request).account.id}`,
     );
     return reply.status(201).send(issued);
   });

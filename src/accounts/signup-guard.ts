@@ -27,13 +27,9 @@ export class SignupGuard {
       now: this.#clock(),
     });
     if (!admission.allowed) {
-      throw new GatewayError(
-        'rate_limit_exceeded',
-        'too many sign-up attempts from this address; retry later',
-        {
-          ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
-        },
-      );
+      throw new GatewayError('rate_limit_exceeded', 'too many sign-up attempts from this address; retry later', {
+        ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
+      });
     }
   }
 }

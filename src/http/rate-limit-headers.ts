@@ -19,11 +19,7 @@ export function formatReset(ms: number): string {
 }
 
 // The names as constants: built per answer, they would be new strings for Node to check and join each time.
-const REQUESTS = [
-  'x-ratelimit-limit-requests',
-  'x-ratelimit-remaining-requests',
-  'x-ratelimit-reset-requests',
-];
+const REQUESTS = ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'];
 const TOKENS = ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'];
 
 function add(headers: Record<string, string>, names: readonly string[], state: LimitState | undefined): void {

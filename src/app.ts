@@ -17,6 +17,7 @@ import { adminRoutes } from './http/routes/admin-routes.ts';
 import { announcementRoutes } from './http/routes/announcement-routes.ts';
 import { authRoutes } from './http/routes/auth-routes.ts';
 import { billingRoutes, checkoutPageRoutes, stripeWebhookRoutes } from './http/routes/billing-routes.ts';
+import { organizationRoutes } from './http/routes/organization-routes.ts';
 import { keyRoutes } from './http/routes/key-routes.ts';
 import { operatorReportRoutes } from './http/routes/operator-report-routes.ts';
 import { operatorRoutes } from './http/routes/operator-routes.ts';
@@ -157,6 +158,14 @@ export function createApp(services: Services): FastifyInstance {
   void app.register(operatorRoutes, { prefix: '/api/admin', accounts, config, operators });
   void app.register(operatorReportRoutes, { prefix: '/api/admin', operators });
   void app.register(announcementRoutes, { prefix: '/api/admin/announcements', config, operators });
+  void app.register(organizationRoutes, {
+    prefix: '/api',
+    accounts,
+    config,
+    clock,
+    sessions,
+    store: services.store,
+  });
   void app.register(webApp, { secure: cookieSecure(config) });
   void app.register(openApiRoutes, { document });
   app.addHook('onReady', async () => void document.text());

@@ -60,8 +60,25 @@ export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0,
 /** What a hold of this key must fit besides the account's balance: its limit in the current period. */
 export function keyBudgetOf(key: ApiKeyRecord, now: number): KeyBudget {
   const limitMicros = key.controls?.spendLimitMicros ?? null;
-  if (limitMicros === null) return { keyId: key.id, limitMicros: null, fromDay: BEFORE_ALL_DAYS };
-  return { keyId: key.id, limitMicros, fromDay: periodFirstDay(key.controls?.limitPeriod ?? 'never', now) };
+  const memberLimit = key.member?.spendLimitMicros ?? null;
+  // The member's limit counts all its keys' spend, in the member's own period.
+  const member =
+    key.member && memberLimit !== null
+      ? {
+          member: {
+            memberId: key.member.id,
+            limitMicros: memberLimit,
+            fromDay: periodFirstDay(key.member.limitPeriod ?? 'never', now),
+          },
+        }
+      : {};
+  if (limitMicros === null) return { keyId: key.id, limitMicros: null, fromDay: BEFORE_ALL_DAYS, ...member };
+  return {
+    keyId: key.id,
+    limitMicros,
+    fromDay: periodFirstDay(key.controls?.limitPeriod ?? 'never', now),
+    ...member,
+  };
 }
 
 /** 401 once the key's expiry has passed; the message names the expiry. */
@@ -76,6 +93,12 @@ export function refuseExpiredKey(key: ApiKeyRecord, now: number): void {
 
 /** The 403 for a model outside the key's allowed models, or undefined when the key may call it. */
 export function modelRefusal(key: ApiKeyRecord, modelId: string): GatewayError | undefined {
+  const memberAllowed = key.member?.allowedModels ?? null;
+  if (memberAllowed !== null && !memberAllowed.includes(modelId))
+    return new GatewayError(
+      'forbidden',
+      `this API key may not use model ${modelId}: its member's allowed models rule permits only ${memberAllowed.join(', ')}`,
+    );
   const allowed = key.controls?.allowedModels ?? null;
   if (allowed === null || allowed.includes(modelId)) return undefined;
   return new GatewayError(

@@ -1,15 +1,29 @@
 import type { HoldBook } from '../billing/hold-book.ts';
-import { KEY_ROOM_QUERY, type KeyRoomRow, keyUsage, toKeyRoom } from '../store/key-spend.ts';
+import {
+  KEY_ROOM_QUERY,
+  type KeyRoomRow,
+  keyUsage,
+  MEMBER_ROOM_QUERY,
+  toKeyRoom,
+} from '../store/key-spend.ts';
 import type { ApiKeyRecord } from '../store/records.ts';
 import type { ChatPathStore, Store } from '../store/store.ts';
 import {
   dayOf,
+  dollars,
   keyBudgetOf,
   limitRefusalMessage,
   periodEndMs,
   periodFirstDay,
   periodStartMs,
 } from './key-controls.ts';
+
+const PERIOD_WORDS_SHORT = {
+  daily: 'per day',
+  weekly: 'per week',
+  monthly: 'per month',
+  never: 'in total',
+} as const;
 
 /** A key's limit and what it has used, in µUSD, as `GET /api/key` shows it. */
 export interface KeyStatus {
@@ -82,6 +96,15 @@ export async function keyLimitRefusal(
   now: number,
 ): Promise<string | undefined> {
   const budget = keyBudgetOf(key, now);
+  if (budget.member) {
+    const member = budget.member;
+    const room = toKeyRoom(
+      await store.db.get<KeyRoomRow>(MEMBER_ROOM_QUERY, [member.memberId, member.fromDay]),
+    );
+    const heldMicros = room.heldMicros + (holds.memberHeldMicros?.(member.memberId) ?? 0);
+    if (member.limitMicros - room.spentMicros - heldMicros < holdMicros)
+      return `this request may cost up to ${dollars(holdMicros)}, more than remains of your member's spending limit rule (${dollars(member.limitMicros)} ${PERIOD_WORDS_SHORT[key.member?.limitPeriod ?? 'never']}; ${dollars(room.spentMicros)} spent, ${dollars(heldMicros)} held)`;
+  }
   if (budget.limitMicros === null || !key.controls) return undefined;
   const room = toKeyRoom(await store.db.get<KeyRoomRow>(KEY_ROOM_QUERY, [key.id, budget.fromDay]));
   const heldMicros = room.heldMicros + holds.keyHeldMicros(key.id);

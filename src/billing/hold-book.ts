@@ -1,5 +1,5 @@
 import type { RetryReport } from '../shared/retry-episode.ts';
-import { KEY_ROOM_QUERY, type KeyRoomRow, toKeyRoom } from '../store/key-spend.ts';
+import { KEY_ROOM_QUERY, MEMBER_ROOM_QUERY, type KeyRoomRow, toKeyRoom } from '../store/key-spend.ts';
 import type { SettledAccounts } from '../store/ledger-repo.ts';
 import type { KeyBudget, Settlement } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
@@ -40,6 +40,8 @@ export interface HoldBook {
   keyHeldMicros(keyId: string): number;
   /** What every instance's live holds reserve for the key beyond the database's hold rows, read where they live. */
   keyHeldNow(accountId: string, keyId: string): Promise<number>;
+  /** What this book holds for the organization member's keys beyond the database's hold rows. */
+  memberHeldMicros?(memberId: string): number;
   /** Journals a finished request where a surviving instance finds it; resolves before the answer ends. */
   finished?(settlement: Settlement): Promise<void>;
 }
@@ -129,7 +131,12 @@ const MAX_REFRESHED = 32;
 class ProcessHoldBook implements HoldBook {
   readonly rowsInStore = false;
   readonly #byAccount = new Map<string, number>();
-  readonly #byRequest = new Map<string, { accountId: string; amountMicros: number; keyId?: string }>();
+  readonly #byRequest = new Map<
+    string,
+    { accountId: string; amountMicros: number; keyId?: string; memberId?: string }
+  >();
+  /** Per-member limits: what requests in flight hold, by organization member. */
+  readonly #byMember = new Map<string, number>();
   /** Per-key controls: what requests in flight hold, by key. */
   readonly #byKey = new Map<string, number>();
   /** Per-key controls: each limited key's spend this period as last read, valid while no write happened. */
@@ -167,10 +174,19 @@ class ProcessHoldBook implements HoldBook {
     const available = credit - held;
     if (available < amountMicros || available <= 0) return false;
     if (key && !this.#keyHasRoom(key, amountMicros)) return false;
+    if (key?.member && !this.#memberHasRoom(key.member, amountMicros)) return false;
     this.#byAccount.set(accountId, held + amountMicros);
     if (key) {
       this.#byKey.set(key.keyId, this.keyHeldMicros(key.keyId) + amountMicros);
-      this.#byRequest.set(requestId, { accountId, amountMicros, keyId: key.keyId });
+      const memberId = key.member?.memberId;
+      if (memberId !== undefined)
+        this.#byMember.set(memberId, (this.#byMember.get(memberId) ?? 0) + amountMicros);
+      this.#byRequest.set(requestId, {
+        accountId,
+        amountMicros,
+        keyId: key.keyId,
+        ...(memberId === undefined ? {} : { memberId }),
+      });
     } else this.#byRequest.set(requestId, { accountId, amountMicros });
     return true;
   }
@@ -189,12 +205,24 @@ class ProcessHoldBook implements HoldBook {
     return key.limitMicros - known.spentMicros - this.keyHeldMicros(key.keyId) >= amountMicros;
   }
 
+  /** Per-member limits: limit − all the member's keys' spend this period − this book's holds of them. */
+  #memberHasRoom(member: NonNullable<KeyBudget['member']>, amountMicros: number): boolean {
+    const { spentMicros } = toKeyRoom(
+      this.#readNow<KeyRoomRow>(MEMBER_ROOM_QUERY, [member.memberId, member.fromDay]),
+    );
+    return member.limitMicros - spentMicros - (this.#byMember.get(member.memberId) ?? 0) >= amountMicros;
+  }
+
   keyHeldMicros(keyId: string): number {
     return this.#byKey.get(keyId) ?? 0;
   }
 
   keyHeldNow(_accountId: string, keyId: string): Promise<number> {
     return Promise.resolve(this.keyHeldMicros(keyId));
+  }
+
+  memberHeldMicros(memberId: string): number {
+    return this.#byMember.get(memberId) ?? 0;
   }
 
   /** The account's available credit without this book's holds; undefined for an unknown account. */
@@ -228,6 +256,11 @@ class ProcessHoldBook implements HoldBook {
         const keyLeft = this.keyHeldMicros(hold.keyId) - hold.amountMicros;
         if (keyLeft > 0) this.#byKey.set(hold.keyId, keyLeft);
         else this.#byKey.delete(hold.keyId);
+      }
+      if (hold.memberId !== undefined) {
+        const memberLeft = (this.#byMember.get(hold.memberId) ?? 0) - hold.amountMicros;
+        if (memberLeft > 0) this.#byMember.set(hold.memberId, memberLeft);
+        else this.#byMember.delete(hold.memberId);
       }
     }
     // The commit made every remembered balance stale. The accounts it charged are read again here, off the

@@ -6,6 +6,18 @@ import { GatewayError } from '../shared/gateway-error.ts';
 import { asUser } from './routes/principal.ts';
 import { isRestrictedKey, managementRefusal } from '../accounts/key-scope.ts';
 import { CSRF_HEADER, SAFE_METHODS, sessionCookie } from './session-cookie.ts';
+import { actionOf, refuseUnlessAllowed } from '../accounts/roles.ts';
+
+/** The header that chooses the organization a request acts in (else the path's, or the sign-in's own). */
+export const ORGANIZATION_HEADER = 'x-tollgate-organization';
+
+/** The organization a request names: in its path (`/api/organizations/:id/...`), else in the header. */
+function chosenOrganization(request: FastifyRequest): string | undefined {
+  const url = request.routeOptions.url ?? '';
+  if (url.startsWith('/api/organizations/:id')) return (request.params as { id?: string }).id;
+  const header = request.headers[ORGANIZATION_HEADER];
+  return typeof header === 'string' && header !== '' ? header : undefined;
+}
 
 /** Reads `Authorization: Bearer <key>`; undefined when absent or of another scheme. */
 export function bearerToken(header: string | undefined): string | undefined {
@@ -61,6 +73,19 @@ export function installAuth(
           'forbidden',
           `a signed-in request that changes something needs the ${CSRF_HEADER} header`,
         );
+      if (auth === 'user') {
+        // Acting in an organization: the person's own unless another is chosen, and only as its member.
+        const organizationId = chosenOrganization(request) ?? found.account.id;
+        const member = await accounts.organizations.membership(organizationId, found.account.id);
+        if (!member) throw new GatewayError('not_found', `no organization ${organizationId}`);
+        const organization =
+          organizationId === found.account.id ? found.account : await accounts.account(organizationId);
+        if (organization.status === 'suspended')
+          throw new GatewayError('forbidden', 'this organization is suspended');
+        refuseUnlessAllowed(member.role, actionOf(request.method, request.routeOptions.url ?? ''));
+        request.sessionUser = { ...found, account: organization, person: found.account, member };
+        return;
+      }
       request.sessionUser = found;
       return;
     }
@@ -69,7 +94,17 @@ export function installAuth(
     // Operators: the admin key, or the key of an account an operator made an operator.
     if (auth === 'admin' && principal.kind === 'user' && principal.account.role !== 'operator')
       throw new GatewayError('forbidden', 'this route is for operators');
-    if (auth === 'user') asUser(principal);
+    if (auth === 'user') {
+      const { key, account } = asUser(principal);
+      // A key acts in its own organization only, in its member's role (a key with no member is the owner's).
+      const chosen = chosenOrganization(request);
+      if (chosen !== undefined && chosen !== account.id)
+        throw new GatewayError('forbidden', `this API key belongs to another organization than ${chosen}`);
+      refuseUnlessAllowed(
+        key.member?.role ?? 'owner',
+        actionOf(request.method, request.routeOptions.url ?? ''),
+      );
+    }
     if (principal.kind === 'user' && isRestrictedKey(principal.key) && manages(request))
       throw managementRefusal();
     request.principal = principal;

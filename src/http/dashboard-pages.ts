@@ -9,6 +9,7 @@ export const ACCOUNT_PAGES = [
   { path: '/usage', label: 'Usage' },
   { path: '/billing', label: 'Billing' },
   { path: '/webhooks', label: 'Webhooks' },
+  { path: '/members', label: 'Members' },
   { path: '/playground', label: 'Playground' },
   { path: '/settings', label: 'Settings' },
 ] as const;

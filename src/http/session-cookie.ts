@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.ts';
 import type { SessionRecord } from '../store/sessions-repo.ts';
-import type { AccountRecord } from '../store/records.ts';
+import type { AccountRecord, MemberRecord } from '../store/records.ts';
 
 /** Methods that change nothing: every other method sent with the session cookie must carry the CSRF token. */
 export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -12,7 +12,12 @@ export const CSRF_HEADER = 'x-csrf-token';
 /** A signed-in browser, as the auth hook found it. */
 export interface SessionUser {
   session: SessionRecord;
+  /** The organization the request acts in (on routes that act in one), else the signed-in person. */
   account: AccountRecord;
+  /** The signed-in person, when `account` is an organization the request acts in. */
+  person?: AccountRecord;
+  /** The person's membership in `account`, on routes that act in an organization. */
+  member?: MemberRecord;
 }
 
 /** Whether cookies get `Secure`: when the operator's PUBLIC_URL says the site is served over TLS. */

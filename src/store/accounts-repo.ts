@@ -6,7 +6,9 @@ import type {
   AccountStatus,
   ApiKeyRecord,
   KeyControls,
+  KeyMember,
   LimitPeriod,
+  MemberRole,
 } from './records.ts';
 
 export interface AccountRow {
@@ -27,6 +29,7 @@ export interface AccountRow {
   last_active_at: number | null;
   role: AccountRole;
   suspended_reason: string | null;
+  org_name?: string | null;
 }
 
 export const toAccount = (row: AccountRow): AccountRecord => ({
@@ -47,6 +50,7 @@ export const toAccount = (row: AccountRow): AccountRecord => ({
   lastActiveAt: row.last_active_at,
   role: row.role,
   suspendedReason: row.suspended_reason,
+  orgName: row.org_name ?? null,
 });
 
 interface KeyRow {
@@ -64,7 +68,28 @@ interface KeyRow {
   expires_at: number | string | null;
   allowed_models: string | null;
   limit_subject?: string | null;
+  member_id?: string | null;
 }
+
+/** The member columns a key's lookup joins (all null when the key has no member). */
+interface KeyMemberRow {
+  m_id: string | null;
+  m_role: MemberRole | null;
+  m_spend_limit_micros: number | string | null;
+  m_limit_period: LimitPeriod | null;
+  m_allowed_models: string | null;
+}
+
+const toKeyMember = (row: KeyMemberRow): KeyMember | undefined =>
+  row.m_id === null || row.m_role === null
+    ? undefined
+    : {
+        id: row.m_id,
+        role: row.m_role,
+        spendLimitMicros: row.m_spend_limit_micros === null ? null : Number(row.m_spend_limit_micros),
+        limitPeriod: row.m_limit_period,
+        allowedModels: row.m_allowed_models === null ? null : (JSON.parse(row.m_allowed_models) as string[]),
+      };
 
 const toKey = (row: KeyRow): ApiKeyRecord => ({
   id: row.id,
@@ -83,6 +108,7 @@ const toKey = (row: KeyRow): ApiKeyRecord => ({
     allowedModels: row.allowed_models === null ? null : (JSON.parse(row.allowed_models) as string[]),
   },
   ...(row.limit_subject ? { limitSubject: row.limit_subject } : {}),
+  ...(row.member_id ? { memberId: row.member_id } : {}),
 });
 
 const controlParams = (controls: KeyControls | undefined): (string | number | null)[] => [
@@ -106,10 +132,15 @@ export class AccountsRepo {
     this.#db = db;
   }
 
-  async insert(account: AccountRecord): Promise<void> {
+  /**
+   * Stores a new account, which is an organization with one owner: the person who signs in with it, unless
+   * `ownerId` names another sign-in (an organization created by a member of another).
+   */
+  async insert(account: AccountRecord, ownerId: string = account.id): Promise<void> {
     await this.#db.run(
-      `INSERT INTO accounts (id, email, password_hash, email_verified, status, plan, plan_expires_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      `INSERT INTO accounts (id, email, password_hash, email_verified, status, plan, plan_expires_at, created_at,
+         org_name)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       [
         account.id,
         account.email,
@@ -118,6 +149,16 @@ export class AccountsRepo {
         account.status,
         account.plan,
         account.planExpiresAt,
+        account.createdAt,
+        account.orgName ?? null,
+      ],
+    );
+    await this.#db.run(
+      `INSERT INTO members (id, organization_id, person_id, role, created_at) VALUES ($1, $2, $3, 'owner', $4)`,
+      [
+        ownerId === account.id ? `mem_${account.id}` : `mem_${account.id}_${ownerId}`,
+        account.id,
+        ownerId,
         account.createdAt,
       ],
     );
@@ -217,8 +258,8 @@ export class AccountsRepo {
   async insertKey(key: ApiKeyRecord): Promise<void> {
     await this.#db.run(
       `INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, allowed_ips, status, created_at,
-         spend_limit_micros, limit_period, expires_at, allowed_models, limit_subject)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+         spend_limit_micros, limit_period, expires_at, allowed_models, limit_subject, member_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
       [
         key.id,
         key.accountId,
@@ -230,6 +271,7 @@ export class AccountsRepo {
         key.createdAt,
         ...controlParams(key.controls),
         key.limitSubject ?? null,
+        key.memberId ?? null,
       ],
     );
   }
@@ -269,14 +311,20 @@ export class AccountsRepo {
   async keyWithAccount(
     secretHash: string,
   ): Promise<{ key: ApiKeyRecord; account: AccountRecord } | undefined> {
-    const row = await this.#db.get<KeyRow & { [K in keyof AccountRow as `a_${K}`]: AccountRow[K] }>(
+    const row = await this.#db.get<
+      KeyRow & KeyMemberRow & { [K in keyof AccountRow as `a_${K}`]: AccountRow[K] }
+    >(
       `SELECT k.*, a.id AS a_id, a.email AS a_email, a.password_hash AS a_password_hash, a.email_verified AS a_email_verified,
               a.status AS a_status, a.plan AS a_plan, a.plan_expires_at AS a_plan_expires_at, a.rpm_limit AS a_rpm_limit,
               a.tpm_limit AS a_tpm_limit, a.daily_token_limit AS a_daily_token_limit,
               a.credit_limit_micros AS a_credit_limit_micros, a.debt_micros AS a_debt_micros, a.held_micros AS a_held_micros,
               a.created_at AS a_created_at, a.last_active_at AS a_last_active_at, a.role AS a_role,
-              a.suspended_reason AS a_suspended_reason
-       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.secret_hash = $1`,
+              a.suspended_reason AS a_suspended_reason, a.org_name AS a_org_name,
+              m.id AS m_id, m.role AS m_role, m.spend_limit_micros AS m_spend_limit_micros,
+              m.limit_period AS m_limit_period, m.allowed_models AS m_allowed_models
+       FROM api_keys k JOIN accounts a ON a.id = k.account_id
+         LEFT JOIN members m ON m.id = k.member_id AND m.organization_id = k.account_id
+       WHERE k.secret_hash = $1`,
       [secretHash],
     );
     if (!row) return undefined;
@@ -298,8 +346,10 @@ export class AccountsRepo {
       last_active_at: row.a_last_active_at,
       role: row.a_role,
       suspended_reason: row.a_suspended_reason,
+      org_name: row.a_org_name ?? null,
     });
-    return { key: toKey(row), account };
+    const member = toKeyMember(row);
+    return { key: { ...toKey(row), ...(member ? { member } : {}) }, account };
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { Db } from './db.ts';
-import type { KeyBudget } from './records.ts';
+import type { KeyBudget, MemberBudget } from './records.ts';
 
 export interface KeyRoomRow {
   spent: number | string | null;
@@ -14,6 +14,15 @@ export interface KeyRoomRow {
 export const KEY_ROOM_QUERY = `SELECT (SELECT CAST(SUM(cost_micros) AS BIGINT) FROM usage_daily WHERE key_id = $1 AND day >= $2) AS spent,
        (SELECT CAST(SUM(amount_micros) AS BIGINT) FROM holds WHERE key_id = $1) AS held`;
 
+/**
+ * An organization member's charged spend since a day across all its keys, and those keys' hold rows, in one
+ * statement; parameters: member id, first day (`YYYY-MM-DD`).
+ */
+export const MEMBER_ROOM_QUERY = `SELECT (SELECT CAST(SUM(u.cost_micros) AS BIGINT) FROM usage_daily u JOIN api_keys k ON k.id = u.key_id
+          WHERE k.member_id = $1 AND u.day >= $2) AS spent,
+       (SELECT CAST(SUM(h.amount_micros) AS BIGINT) FROM holds h JOIN api_keys k ON k.id = h.key_id
+          WHERE k.member_id = $1) AS held`;
+
 /** The spend and held amounts of a KEY_ROOM_QUERY row, in µUSD. */
 export function toKeyRoom(row: KeyRoomRow | undefined): { spentMicros: number; heldMicros: number } {
   return { spentMicros: Number(row?.spent ?? 0), heldMicros: Number(row?.held ?? 0) };
@@ -24,11 +33,20 @@ export function toKeyRoom(row: KeyRoomRow | undefined): { spentMicros: number; h
  * the hold's transaction, after the account row is locked: every hold of the key takes that lock first.
  */
 export async function keyHasRoom(tx: Db, key: KeyBudget, amountMicros: number): Promise<boolean> {
+  if (key.member && !(await memberHasRoom(tx, key.member, amountMicros))) return false;
   if (key.limitMicros === null) return true;
   const { spentMicros, heldMicros } = toKeyRoom(
     await tx.get<KeyRoomRow>(KEY_ROOM_QUERY, [key.keyId, key.fromDay]),
   );
   return key.limitMicros - spentMicros - heldMicros >= amountMicros;
+}
+
+/** Whether the member's limit still has room for `amountMicros`, under the same account lock as the key's. */
+async function memberHasRoom(tx: Db, member: MemberBudget, amountMicros: number): Promise<boolean> {
+  const { spentMicros, heldMicros } = toKeyRoom(
+    await tx.get<KeyRoomRow>(MEMBER_ROOM_QUERY, [member.memberId, member.fromDay]),
+  );
+  return member.limitMicros - spentMicros - heldMicros >= amountMicros;
 }
 
 export interface KeyUsageRow {

@@ -29,6 +29,8 @@ export interface AccountRecord {
   role?: AccountRole;
   /** Why an operator suspended the account, when a reason was given. */
   suspendedReason?: string | null;
+  /** The organization's display name; null or absent: its e-mail. */
+  orgName?: string | null;
 }
 
 /** A new account as registration makes it: active, unverified, on the Free Trial, no overrides. */
@@ -75,6 +77,44 @@ export interface ApiKeyRecord {
    * creation (see limitSubjectOf).
    */
   limitSubject?: string;
+  /** The organization member the key belongs to, whose limit and allowed models it also obeys. */
+  memberId?: string | null;
+  /** That member's role and controls, read with the key (absent: the key is the owner's, unrestricted). */
+  member?: KeyMember;
+}
+
+/** The roles of an organization's members, from most to least rights. */
+export const MEMBER_ROLES = ['owner', 'admin', 'billing', 'developer', 'viewer'] as const;
+export type MemberRole = (typeof MEMBER_ROLES)[number];
+
+/** What a member's keys carry of it: its role and its own controls. */
+export interface KeyMember {
+  id: string;
+  role: MemberRole;
+  /** What all the member's keys together may spend per period (µUSD); null: no limit. */
+  spendLimitMicros: number | null;
+  limitPeriod: LimitPeriod | null;
+  /** The public model ids the member's keys may call; null: every model. */
+  allowedModels: string[] | null;
+}
+
+/** A person's place in an organization (an account): the sign-in, the role and the member's controls. */
+export interface MemberRecord extends KeyMember {
+  organizationId: string;
+  personId: string;
+  createdAt: number;
+}
+
+export interface InvitationRecord {
+  id: string;
+  organizationId: string;
+  email: string;
+  role: MemberRole;
+  invitedBy: string;
+  createdAt: number;
+  expiresAt: number;
+  acceptedAt: number | null;
+  revokedAt: number | null;
 }
 
 /** The subject of a key's rate-limit windows: the revoked key's it took over, else its own id. */
@@ -102,6 +142,15 @@ export interface KeyControls {
 export interface KeyBudget {
   keyId: string;
   limitMicros: number | null;
+  fromDay: string;
+  /** The key's organization member's limit, across all the member's keys, when it has one. */
+  member?: MemberBudget;
+}
+
+/** What a hold must also fit for the key's member: its limit less all its keys' spend since `fromDay` and holds. */
+export interface MemberBudget {
+  memberId: string;
+  limitMicros: number;
   fromDay: string;
 }
 

@@ -11,6 +11,7 @@ import { api, ApiError, type Session, setCsrfToken } from './api.ts';
 import { ForgotPassword, ResetPassword, SignIn, SignUp, VerifyEmail } from './pages/Auth.tsx';
 import { Billing } from './pages/Billing.tsx';
 import { Keys } from './pages/Keys.tsx';
+import { Members } from './pages/Members.tsx';
 import { Overview } from './pages/Overview.tsx';
 import { Playground } from './pages/Playground.tsx';
 import { forgetPlayground } from './playground/state.ts';
@@ -28,6 +29,7 @@ const ACCOUNT_ELEMENTS: Record<AccountPath, ReactElement> = {
   '/usage': <UsagePage />,
   '/billing': <Billing />,
   '/webhooks': <Webhooks />,
+  '/members': <Members />,
   '/playground': <Playground />,
   '/settings': <Settings />,
 };

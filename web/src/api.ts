@@ -22,9 +22,21 @@ export class ApiError extends Error {
   }
 }
 
+const ORGANIZATION_KEY = 'tollgate.organization';
+
+/** The organization the dashboard acts in (chosen in the organization switcher); empty: the person's own. */
+export const currentOrganization = (): string => localStorage.getItem(ORGANIZATION_KEY) ?? '';
+
+export function setCurrentOrganization(id: string): void {
+  if (id) localStorage.setItem(ORGANIZATION_KEY, id);
+  else localStorage.removeItem(ORGANIZATION_KEY);
+}
+
 export async function api<T>(path: string, options: { method?: string; body?: unknown } = {}): Promise<T> {
   const method = options.method ?? 'GET';
   const headers: Record<string, string> = {};
+  const organization = currentOrganization();
+  if (organization) headers['x-tollgate-organization'] = organization;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && csrfToken) headers['x-csrf-token'] = csrfToken;
   const response = await fetch(path, {
@@ -37,6 +49,11 @@ export async function api<T>(path: string, options: { method?: string; body?: un
   const data: unknown = text ? JSON.parse(text) : undefined;
   if (!response.ok) {
     const error = (data as { error?: { code?: string; message?: string } } | undefined)?.error;
+    // The chosen organization is gone (the person left or was removed): act in the person's own again.
+    if (response.status === 404 && organization && error?.message === `no organization ${organization}`) {
+      setCurrentOrganization('');
+      return api<T>(path, options);
+    }
     throw new ApiError(response.status, error?.code ?? 'error', error?.message ?? `HTTP ${response.status}`);
   }
   return data as T;
@@ -71,3 +88,23 @@ export interface List<T> {
 
 export { date, dateTime, num, usd } from './format.ts';
 export const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+export interface Organization {
+  object: 'organization';
+  id: string;
+  name: string;
+  plan: string;
+  role: 'owner' | 'admin' | 'billing' | 'developer' | 'viewer';
+  member_id: string;
+  created_at: string;
+}
+
+export interface Member {
+  id: string;
+  email: string;
+  role: Organization['role'];
+  limit_usd: number | null;
+  limit_period: string | null;
+  allowed_models: string[] | null;
+  created_at: string;
+}

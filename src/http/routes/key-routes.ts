@@ -6,7 +6,7 @@ import { NO_KEY_CONTROLS, type KeyControls, type LimitPeriod } from '../../store
 import type { Services } from '../../services.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import { iso, presentKey, usd } from '../present.ts';
-import { userOf } from './principal.ts';
+import { keyScopeOf, memberOf, userOf } from './principal.ts';
 import { issuedKeySchema, keySchema, listedKeysSchema, type ListedKeys } from '../schemas/api.ts';
 import { usdToMicros } from '../../shared/money.ts';
 
@@ -105,7 +105,7 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
   const config = { auth: 'user' } as const;
 
   app.get('', { config, schema: { response: { 200: listedKeysSchema } } }, async (request) => {
-    const overview = await services.accounts.keyOverview(userOf(request).account.id);
+    const overview = await services.accounts.keyOverview(userOf(request).account.id, keyScopeOf(request));
     // A limited key also shows its spend this period and what remains.
     const data = overview.map(({ key, lastUsedAt, status }) => ({
       ...presentKey(key),
@@ -127,6 +127,8 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
         change.name ?? 'unnamed',
         change.allowedIps ?? null,
         controlsOf(change),
+        // A key with no member is its personal organization's owner's (made before organizations).
+        memberOf(request)?.id ?? `mem_${userOf(request).account.id}`,
       );
       return reply.status(201).send(issued);
     },
@@ -137,7 +139,12 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
     { config, schema: { params: idParams, body: keyBody, response: { 200: keySchema } } },
     async (request) => {
       const change = parseKeyChange(request.body ?? {}, services.config, services.clock());
-      const key = await services.accounts.updateKey(userOf(request).account.id, request.params.id, change);
+      const key = await services.accounts.updateKey(
+        userOf(request).account.id,
+        request.params.id,
+        change,
+        keyScopeOf(request),
+      );
       return presentKey(key);
     },
   );
@@ -146,7 +153,11 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
     '/:id',
     { config, schema: { params: idParams, response: { 200: keySchema } } },
     async (request) => {
-      const key = await services.accounts.revokeKey(userOf(request).account.id, request.params.id);
+      const key = await services.accounts.revokeKey(
+        userOf(request).account.id,
+        request.params.id,
+        keyScopeOf(request),
+      );
       return presentKey(key);
     },
   );
@@ -155,7 +166,7 @@ export const keyRoutes: FastifyPluginAsync<Pick<Services, 'accounts' | 'config' 
     '/:id/rotate',
     { config, schema: { params: idParams, response: { 200: issuedKeySchema } } },
     async (request) => {
-      return services.accounts.rotateKey(userOf(request).account.id, request.params.id);
+      return services.accounts.rotateKey(userOf(request).account.id, request.params.id, keyScopeOf(request));
     },
   );
 };

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../../accounts/accounts-service.ts';
-import type { AccountRecord, ApiKeyRecord } from '../../store/records.ts';
+import type { AccountRecord, ApiKeyRecord, KeyMember } from '../../store/records.ts';
+import { mayDo } from '../../accounts/roles.ts';
 import { GatewayError } from '../../shared/gateway-error.ts';
 import type { SessionUser } from '../session-cookie.ts';
 
@@ -23,4 +24,19 @@ export function userOf(request: FastifyRequest): { key: ApiKeyRecord | undefined
 export function sessionOf(request: FastifyRequest): SessionUser {
   if (!request.sessionUser) throw new GatewayError('unauthorized', 'not signed in');
   return request.sessionUser;
+}
+
+/**
+ * The organization member a request of an `auth: 'user'` route acts as: the session's membership, or the key's
+ * member; undefined for a key with no member (the owner's, as every key made before organizations).
+ */
+export function memberOf(request: FastifyRequest): Pick<KeyMember, 'id' | 'role'> | undefined {
+  if (request.sessionUser) return request.sessionUser.member;
+  return asUser(request.principal).key.member;
+}
+
+/** The member whose keys alone a request may see and change, or undefined when it may act on every key. */
+export function keyScopeOf(request: FastifyRequest): string | undefined {
+  const member = memberOf(request);
+  return member && !mayDo(member.role, 'keys.all') ? member.id : undefined;
 }

@@ -16,6 +16,7 @@ import { AuditRepo } from './audit-repo.ts';
 import { HealthSamplesRepo } from './health-samples-repo.ts';
 import { MailQueueRepo } from './mail-queue-repo.ts';
 import { FleetRepo } from './fleet-repo.ts';
+import { BillingRepo } from './billing-repo.ts';
 
 /** Everything Tollgate keeps, by domain; the same SQL runs on SQLite and PostgreSQL. */
 export interface Store {
@@ -36,6 +37,7 @@ export interface Store {
   readonly healthSamples: HealthSamplesRepo;
   /** The version contract's leases and the schema's oldest allowed release. */
   readonly fleet: FleetRepo;
+  readonly billing: BillingRepo;
   /** Runs fn with a store whose every repository works inside one transaction. */
   transaction<T>(fn: (store: Store) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -59,6 +61,7 @@ export function createStore(db: Db, options: { secrets?: SecretBox } = {}): Stor
     mailQueue: new MailQueueRepo(db),
     healthSamples: new HealthSamplesRepo(db),
     fleet: new FleetRepo(db),
+    billing: new BillingRepo(db),
     transaction: (fn) => db.transaction((tx) => fn(createStore(tx, options))),
     close: () => db.close(),
   };

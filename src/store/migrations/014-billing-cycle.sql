@@ -1,0 +1,59 @@
+-- The billing cycle: subscriptions that renew, the test billing clock, invoices with a gapless number.
+-- Written in the SQL both SQLite and PostgreSQL accept. Times are ms since the epoch, wall time.
+
+-- How far an account's billing time runs ahead of wall time (test payments only): moving it forward also moves
+-- the account's deadlines back by as much, so every check against wall time sees the same billing moment.
+CREATE TABLE billing_clocks (
+  account_id TEXT PRIMARY KEY REFERENCES accounts (id),
+  offset_ms BIGINT NOT NULL
+);
+
+-- One subscription per account: the paid plan it renews, the period, what happens at its end.
+-- status: active, past_due (a renewal failed, in grace), canceled (ended at a period end), expired (grace ran out).
+CREATE TABLE subscriptions (
+  account_id TEXT PRIMARY KEY REFERENCES accounts (id),
+  plan TEXT NOT NULL,
+  status TEXT NOT NULL,
+  provider TEXT NOT NULL,
+  provider_ref TEXT,
+  period_start BIGINT NOT NULL,
+  period_end BIGINT NOT NULL,
+  cancel_at_period_end INTEGER NOT NULL DEFAULT 0,
+  next_plan TEXT,
+  next_attempt_at BIGINT,
+  failed_attempts INTEGER NOT NULL DEFAULT 0,
+  grace_until BIGINT,
+  test_card_declines INTEGER NOT NULL DEFAULT 0,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX subscriptions_due ON subscriptions (next_attempt_at);
+
+-- The invoice number sequence: one row, moved in the transaction that issues the invoice, so a rolled-back
+-- invoice gives its number back and the numbers have no gaps.
+CREATE TABLE invoice_sequence (
+  id INTEGER PRIMARY KEY,
+  last_number BIGINT NOT NULL
+);
+INSERT INTO invoice_sequence (id, last_number) VALUES (1, 0);
+
+-- lines: a JSON array of {description, amount_micros}; buyer: the account's billing details when issued.
+CREATE TABLE invoices (
+  id TEXT PRIMARY KEY,
+  number BIGINT NOT NULL UNIQUE,
+  account_id TEXT NOT NULL REFERENCES accounts (id),
+  order_id TEXT,
+  issued_at BIGINT NOT NULL,
+  currency TEXT NOT NULL,
+  total_micros BIGINT NOT NULL,
+  lines TEXT NOT NULL,
+  buyer TEXT NOT NULL
+);
+CREATE INDEX invoices_account ON invoices (account_id, number);
+
+-- Optional billing details printed on invoices.
+CREATE TABLE billing_details (
+  account_id TEXT PRIMARY KEY REFERENCES accounts (id),
+  name TEXT,
+  address TEXT,
+  tax_id TEXT
+);

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { connectRedis } from '../src/shared/connect-redis.ts';
@@ -10,6 +13,7 @@ import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts
 import { until } from './helpers/until.ts';
 
 const DAY = 86_400_000;
+const BIN = fileURLToPath(new URL('../src/cli/tollgate.js', import.meta.url));
 const silent = pino({ level: 'silent' });
 const FAST = { webhookRetryDelaysMs: [150, 150, 150], webhookTimeoutMs: 400, webhookPollMs: 25 };
 
@@ -271,6 +275,24 @@ for (const variant of variants) {
         body: { account_id: 'acct_nobody', days: 1 },
       });
       assert.equal(unknown.status, 404);
+    });
+
+    it('the CLI moves the billing clock by e-mail address', { skip: variant.name !== 'sqlite' }, async () => {
+      const { key, email } = await customer();
+      await subscribe(key, 'starter');
+      // Asynchronously: the server answering the CLI runs in this process.
+      const run = await promisify(execFile)(
+        process.execPath,
+        [BIN, 'billing', 'advance', email, '30', '--json'],
+        {
+          env: { ...process.env, NO_COLOR: '1', TOLLGATE_URL: a.url, TOLLGATE_ADMIN_KEY: ADMIN_KEY },
+          encoding: 'utf8',
+        },
+      );
+      const answer = JSON.parse(run.stdout);
+      assert.equal(answer.subscription.status, 'active');
+      assert.ok(Date.parse(answer.billing_time) >= Date.now() + 30 * DAY - 60_000);
+      assert.equal((await a.call('GET', '/api/invoices', { key })).body.data.length, 2, 'renewed once');
     });
   });
 }

@@ -42,7 +42,12 @@ for (const variant of variants) {
     before(async () => {
       opened = await variant.backend.open();
       receiver = await startReceiver();
-      const yaml = { simulator: { chunk_interval_ms: 0 } };
+      // A small included quota (USD 0.002) so a few requests use it twice over; no trial credit in the way.
+      const yaml = {
+        simulator: { chunk_interval_ms: 0 },
+        plans: { starter: { monthly_allowance_usd: 0.002 } },
+        trial: { credit_usd: 0 },
+      };
       if (!variant.redis) {
         a = await startTestServer({ backend: opened, yaml, extra: FAST });
         return;
@@ -293,6 +298,98 @@ for (const variant of variants) {
       assert.equal(answer.subscription.status, 'active');
       assert.ok(Date.parse(answer.billing_time) >= Date.now() + 30 * DAY - 60_000);
       assert.equal((await a.call('GET', '/api/invoices', { key })).body.data.length, 2, 'renewed once');
+    });
+
+    const spentMicros = async (accountId: string): Promise<number> => {
+      await a.services.settlements.flush();
+      const row = await opened.db.get<{ s: number | string | null }>(
+        'SELECT SUM(cost_micros) AS s FROM usage_records WHERE account_id = $1',
+        [accountId],
+      );
+      return Number(row?.s ?? 0);
+    };
+    const useTwiceTheQuota = async (key: string, accountId: string): Promise<number> => {
+      for (let i = 0; i < 20 && (await spentMicros(accountId)) < 4_000; i++) {
+        const answer = await a.call('POST', '/v1/chat/completions', {
+          key,
+          body: { model: 'model-a', max_tokens: 100, messages: [{ role: 'user', content: `hello ${i}` }] },
+        });
+        assert.equal(answer.status, 200, `served beyond the quota: ${JSON.stringify(answer.body)}`);
+      }
+      const spent = await spentMicros(accountId);
+      assert.ok(spent >= 4_000, `spent ${spent}`);
+      return spent;
+    };
+
+    it('beyond the included quota a Starter account is served and accrues overage, invoiced at renewal at 1.2 × list price to the µUSD', async () => {
+      const { key, accountId, email } = await customer();
+      await subscribe(key, 'starter');
+      const spent = await useTwiceTheQuota(key, accountId);
+      const overageList = spent - 2_000;
+      const expected = Math.ceil((overageList * 12_000) / 10_000);
+      const sub = (await a.call('GET', '/api/billing/subscription', { key })).body.subscription;
+      assert.equal(sub.overage_price_multiplier, 1.2);
+      assert.equal(sub.overage_cap_usd, 50);
+      assert.equal(Math.round(sub.overage_accrued_list_usd * 1e6), overageList);
+      assert.equal(Math.round(sub.overage_accrued_usd * 1e6), expected);
+
+      await advance(accountId, 30);
+      const invoice = (await a.call('GET', '/api/invoices', { key })).body.data[0];
+      assert.equal(invoice.lines.length, 2, JSON.stringify(invoice.lines));
+      assert.equal(invoice.lines[0].amount_usd, 20);
+      assert.match(invoice.lines[1].description, /^Overage: USD [\d.]+ at list prices × 1\.2/);
+      assert.equal(Math.round(invoice.lines[1].amount_usd * 1e6), expected);
+      assert.equal(Math.round(invoice.total_usd * 1e6), 20_000_000 + expected);
+      const orders = await ordersOf(key);
+      await until(() => eventsOf(email, orders).length === 2, 'the renewal event');
+      const renewal = eventsOf(email, orders).find((e) => e.order_id === invoice.order_id);
+      assert.equal(Math.round(renewal.amount * 1e6), 20_000_000 + expected);
+      const after = (await a.call('GET', '/api/billing/subscription', { key })).body.subscription;
+      assert.equal(after.overage_accrued_list_usd, 0, 'the invoiced overage is settled');
+    });
+
+    it('an overage cap of 0 stops at the quota with 402', async () => {
+      const { key } = await customer();
+      await subscribe(key, 'starter');
+      const capped = await a.call('PUT', '/api/billing/overage-cap', { key, body: { cap_usd: 0 } });
+      assert.equal(capped.status, 200);
+      assert.equal(capped.body.subscription.overage_cap_usd, 0);
+      let refused;
+      for (let i = 0; i < 20 && !refused; i++) {
+        const answer = await a.call('POST', '/v1/chat/completions', {
+          key,
+          body: { model: 'model-a', max_tokens: 100, messages: [{ role: 'user', content: `hello ${i}` }] },
+        });
+        await a.services.settlements.flush();
+        if (answer.status !== 200) refused = answer;
+      }
+      assert.equal(refused?.status, 402);
+      assert.equal(refused.body.error.code, 'payment_required');
+    });
+
+    it('a failed charge suspends overage but not prepaid credit', async () => {
+      const { key, accountId } = await customer();
+      await subscribe(key, 'starter');
+      await useTwiceTheQuota(key, accountId);
+      await a.call('PUT', '/api/billing/test-card', { key, body: { declines: true } });
+      const moved = await advance(accountId, 30);
+      assert.equal(moved.subscription.status, 'past_due');
+      assert.ok(moved.subscription.overage_owed_list_usd > 0, 'the failed overage is owed apart');
+      const sub = (await a.call('GET', '/api/billing/subscription', { key })).body.subscription;
+      assert.equal(sub.overage_accrued_list_usd, 0);
+      await a.services.settlements.flush();
+      // No overage now: a request beyond the (kept) allowance is refused ...
+      const refused = await chat(key);
+      assert.equal(refused.status, 402);
+      // ... and prepaid credit still serves.
+      await a.call('PUT', '/api/billing/test-card', { key, body: { declines: false } });
+      const checkout = await a.call('POST', '/api/billing/checkout', { key, body: { topup_usd: 5 } });
+      await fetch(checkout.body.checkout_url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ outcome: 'success' }),
+      });
+      assert.equal((await chat(key)).status, 200);
     });
   });
 }

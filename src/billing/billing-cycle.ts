@@ -19,6 +19,29 @@ export const GRACE_MS = 7 * DAY_MS;
 /** How often a failed renewal is retried within the grace period; the last try is at its end. */
 export const RETRY_EVERY_MS = 2 * DAY_MS;
 
+/** Overage with no cap: the allowance at list prices stands at USD 1,000,000 (integer µUSD stay exact). */
+const UNCAPPED_MICROS = 1_000_000_000_000;
+
+/**
+ * What `listMicros` of overage (its requests' cost at the models' list prices) is charged on `plan`: its
+ * per-million rate is the list price times the plan's multiplier, applied once to the period's sum with one
+ * ceiling (in the operator's favour by under one µUSD).
+ */
+export function overageCharge(plan: PlanConfig, listMicros: number): number {
+  return Math.ceil((listMicros * plan.overageBasisPoints) / 10_000);
+}
+
+/**
+ * How much overage at list prices the plan lets an account accrue for a cap (as charged; null: the plan's
+ * default): the largest amount whose charge stays within the cap. 0 when the plan has no overage.
+ */
+export function overageAllowance(plan: PlanConfig, capMicros: number | null): number {
+  if (plan.overageBasisPoints === 0 || plan.monthlyPriceMicros === 0) return 0;
+  const cap = capMicros ?? plan.defaultOverageCapMicros;
+  if (cap === null) return UNCAPPED_MICROS;
+  return Math.floor((cap * 10_000) / plan.overageBasisPoints);
+}
+
 export interface BillingCycleOptions {
   store: Store;
   config: Config;
@@ -110,8 +133,14 @@ export class BillingCycle {
       failedAttempts: 0,
       graceUntil: null,
       testCardDeclines: existing?.testCardDeclines ?? false,
+      overageCapMicros: existing?.overageCapMicros ?? null,
+      overageOwedMicros: existing?.overageOwedMicros ?? 0,
       updatedAt: now,
     });
+    await tx.billing.setOverageAllowance(
+      account.id,
+      overageAllowance(plan, existing?.overageCapMicros ?? null),
+    );
   }
 
   /** Issues the invoice of a paid order, in its transaction. */
@@ -148,22 +177,40 @@ export class BillingCycle {
       if (!(await tx.billing.claimDue(accountId, sub.nextAttemptAt))) return false;
       const account = await tx.accounts.byId(accountId);
       if (!account) return false;
-      if (sub.cancelAtPeriodEnd) {
+      const next = config.plans.get(sub.nextPlan ?? sub.plan);
+      const renewing = !sub.cancelAtPeriodEnd && next !== undefined && next.monthlyPriceMicros > 0;
+      // The period's overage is charged with its end, at the rate of the plan it was accrued on.
+      const accrued = await tx.billing.accruedOverage(accountId);
+      const overageList = accrued + sub.overageOwedMicros;
+      const overagePlan = config.plans.get(sub.plan);
+      const overageMicros = overagePlan ? overageCharge(overagePlan, overageList) : 0;
+      if (!renewing && overageMicros === 0) {
+        await tx.billing.setOverageAllowance(accountId, 0);
         await tx.billing.putSubscription({ ...sub, status: 'canceled', nextAttemptAt: null, updatedAt: now });
         return true;
       }
-      const plan = config.plans.get(sub.nextPlan ?? sub.plan);
-      if (!plan || plan.monthlyPriceMicros <= 0) {
-        await tx.billing.putSubscription({ ...sub, status: 'canceled', nextAttemptAt: null, updatedAt: now });
-        return true;
-      }
+      const plan = renewing ? next : (overagePlan ?? next!);
       const billingNow = await this.billingNow(accountId, tx);
+      const offset = billingNow - now;
+      const periodStart = sub.periodEnd;
+      const periodEnd = sub.periodEnd + PLAN_PERIOD_MS;
+      const lines: InvoiceLine[] = [];
+      if (renewing)
+        lines.push({
+          description: `${plan.name} plan, ${day(periodStart + offset)} to ${day(periodEnd + offset)}`,
+          amountMicros: plan.monthlyPriceMicros,
+        });
+      if (overageMicros > 0)
+        lines.push({
+          description: `Overage: USD ${formatUsd(overageList, 6)} at list prices × ${overagePlan!.overageBasisPoints / 10_000} (${overagePlan!.name})`,
+          amountMicros: overageMicros,
+        });
       const order: OrderRecord = {
         id: newId('ord'),
         accountId,
         kind: 'plan',
         plan: plan.id,
-        amountMicros: plan.monthlyPriceMicros,
+        amountMicros: lines.reduce((sum, line) => sum + line.amountMicros, 0),
         currency: 'USD',
         status: 'pending',
         reason: null,
@@ -180,65 +227,72 @@ export class BillingCycle {
         declined ? 'card_declined' : null,
         now,
       );
+      await tx.billing.takeOverage(accountId, accrued);
       if (!declined) {
-        const periodStart = sub.periodEnd;
-        const periodEnd = sub.periodEnd + PLAN_PERIOD_MS;
-        // An allowance kept through a grace period ends when the new period's is granted.
-        await tx.billing.endPlanGrants(accountId, now);
-        if (plan.monthlyAllowanceMicros > 0)
-          await grantCredit(tx.ledger, {
-            accountId,
-            kind: 'plan',
-            amountMicros: plan.monthlyAllowanceMicros,
-            expiresAt: periodEnd,
-            source: order.id,
-            now,
-          });
-        await tx.accounts.setPlan(accountId, plan.id, periodEnd);
+        await this.invoiceOrder(tx, account, order, lines);
+        if (renewing) {
+          // An allowance kept through a grace period ends when the new period's is granted.
+          await tx.billing.endPlanGrants(accountId, now);
+          if (plan.monthlyAllowanceMicros > 0)
+            await grantCredit(tx.ledger, {
+              accountId,
+              kind: 'plan',
+              amountMicros: plan.monthlyAllowanceMicros,
+              expiresAt: periodEnd,
+              source: order.id,
+              now,
+            });
+          await tx.accounts.setPlan(accountId, plan.id, periodEnd);
+        }
+        await tx.billing.setOverageAllowance(
+          accountId,
+          renewing ? overageAllowance(plan, sub.overageCapMicros) : 0,
+        );
         await tx.billing.putSubscription({
           ...sub,
           plan: plan.id,
-          status: 'active',
-          periodStart,
-          periodEnd,
+          status: renewing ? 'active' : 'canceled',
+          periodStart: renewing ? periodStart : sub.periodStart,
+          periodEnd: renewing ? periodEnd : sub.periodEnd,
           nextPlan: null,
-          nextAttemptAt: periodEnd,
+          nextAttemptAt: renewing ? periodEnd : null,
           failedAttempts: 0,
           graceUntil: null,
+          overageOwedMicros: 0,
           updatedAt: now,
         });
-        const offset = billingNow - now;
-        await this.invoiceOrder(tx, account, order, [
-          {
-            description: `${plan.name} plan, ${day(periodStart + offset)} to ${day(periodEnd + offset)}`,
-            amountMicros: plan.monthlyPriceMicros,
-          },
-        ]);
       } else {
+        // A failed charge suspends overage (what was accrued is owed apart), never the prepaid credit.
+        await tx.billing.setOverageAllowance(accountId, 0);
         const graceUntil = sub.graceUntil ?? sub.periodEnd + GRACE_MS;
-        const final = now >= graceUntil;
-        // Through the grace period the plan serves with what is left of its last allowance.
-        if (sub.graceUntil === null) await tx.billing.extendPlanGrants(accountId, sub.periodEnd, graceUntil);
-        await tx.accounts.setPlan(accountId, sub.plan, graceUntil);
+        const final = !renewing || now >= graceUntil;
+        if (renewing) {
+          // Through the grace period the plan serves with what is left of its last allowance.
+          if (sub.graceUntil === null)
+            await tx.billing.extendPlanGrants(accountId, sub.periodEnd, graceUntil);
+          await tx.accounts.setPlan(accountId, sub.plan, graceUntil);
+        }
         await tx.billing.putSubscription({
           ...sub,
-          status: final ? 'expired' : 'past_due',
+          status: !renewing ? 'canceled' : final ? 'expired' : 'past_due',
           failedAttempts: sub.failedAttempts + 1,
-          graceUntil,
+          graceUntil: renewing ? graceUntil : null,
           nextAttemptAt: final ? null : Math.min(now + RETRY_EVERY_MS, graceUntil),
+          overageOwedMicros: overageList,
           updatedAt: now,
         });
-        const offset = billingNow - now;
         await tx.mailQueue.enqueue(
           {
             id: `renewal-failed:${order.id}`,
             recipient: account.email,
-            subject: final
-              ? `Your Tollgate ${plan.name} subscription has expired`
-              : `Your Tollgate ${plan.name} renewal failed`,
-            body: final
-              ? `We could not charge USD ${formatUsd(order.amountMicros, 2)} for your ${plan.name} plan, and the grace period has ended: your subscription expired and API requests now get 402. Buy a plan in the dashboard to continue.`
-              : `We could not charge USD ${formatUsd(order.amountMicros, 2)} for your ${plan.name} plan (card declined). Your plan keeps working until ${day(graceUntil + offset)} while we retry; update your card or buy the plan again in the dashboard before then.`,
+            subject:
+              renewing && final
+                ? `Your Tollgate ${plan.name} subscription has expired`
+                : `Your Tollgate ${plan.name} renewal failed`,
+            body:
+              renewing && final
+                ? `We could not charge USD ${formatUsd(order.amountMicros, 2)} for your ${plan.name} plan, and the grace period has ended: your subscription expired and API requests now get 402. Buy a plan in the dashboard to continue.`
+                : `We could not charge USD ${formatUsd(order.amountMicros, 2)} for your ${plan.name} plan (card declined). Overage is suspended; prepaid credit still serves.${renewing ? ` Your plan keeps working until ${day(graceUntil + offset)} while we retry; update your card or buy the plan again in the dashboard before then.` : ''}`,
           },
           now,
         );
@@ -256,6 +310,22 @@ export class BillingCycle {
     if (done) await this.#invalidate(accountId);
     if (queued) this.#o.onEventQueued();
     return done;
+  }
+
+  /** Sets the account's overage cap (µUSD as charged; null: the plan's default) and applies it at once. */
+  async setOverageCap(accountId: string, capMicros: number | null): Promise<SubscriptionRecord> {
+    const { config } = this.#o;
+    const changed = await this.#change(
+      accountId,
+      (sub) => ({ ...sub, overageCapMicros: capMicros }),
+      async (tx, sub) => {
+        const plan = config.plans.get(sub.plan);
+        if (plan && (sub.status === 'active' || sub.status === 'past_due') && sub.failedAttempts === 0)
+          await tx.billing.setOverageAllowance(accountId, overageAllowance(plan, capMicros));
+      },
+    );
+    await this.#invalidate(accountId);
+    return changed;
   }
 
   /** The account's subscription, if it ever had one. */
@@ -312,7 +382,11 @@ export class BillingCycle {
         length > 0 && sub.periodEnd > now
           ? Math.floor(((currentPlan?.monthlyPriceMicros ?? 0) * (sub.periodEnd - now)) / length)
           : 0;
-      const amount = Math.max(0, target.monthlyPriceMicros - unused);
+      // The overage accrued so far is charged now, at the rate of the plan it was accrued on.
+      const accrued = await tx.billing.accruedOverage(accountId);
+      const overageList = accrued + sub.overageOwedMicros;
+      const overageMicros = currentPlan ? overageCharge(currentPlan, overageList) : 0;
+      const amount = Math.max(0, target.monthlyPriceMicros - unused) + overageMicros;
       if (sub.provider === 'test' && sub.testCardDeclines)
         throw new GatewayError('payment_required', 'the card on file was declined; the plan is unchanged');
       const order: OrderRecord = {
@@ -354,9 +428,12 @@ export class BillingCycle {
         nextAttemptAt: sub.provider === 'test' ? periodEnd : null,
         failedAttempts: 0,
         graceUntil: null,
+        overageOwedMicros: 0,
         updatedAt: now,
       };
       await tx.billing.putSubscription(changed);
+      await tx.billing.takeOverage(accountId, accrued);
+      await tx.billing.setOverageAllowance(accountId, overageAllowance(target, sub.overageCapMicros));
       const billingNow = await this.billingNow(accountId, tx);
       const offset = billingNow - now;
       await this.invoiceOrder(tx, account, order, [
@@ -369,6 +446,14 @@ export class BillingCycle {
               {
                 description: `Unused time on the ${currentPlan?.name ?? sub.plan} plan`,
                 amountMicros: -unused,
+              },
+            ]
+          : []),
+        ...(overageMicros > 0
+          ? [
+              {
+                description: `Overage: USD ${formatUsd(overageList, 6)} at list prices × ${(currentPlan?.overageBasisPoints ?? 0) / 10_000}`,
+                amountMicros: overageMicros,
               },
             ]
           : []),
@@ -395,6 +480,7 @@ export class BillingCycle {
   async #change(
     accountId: string,
     edit: (sub: SubscriptionRecord) => SubscriptionRecord,
+    then?: (tx: Store, changed: SubscriptionRecord) => Promise<void>,
   ): Promise<SubscriptionRecord> {
     const now = this.#o.clock();
     return this.#o.store.transaction(async (tx) => {
@@ -402,6 +488,7 @@ export class BillingCycle {
       if (!sub) throw new GatewayError('not_found', 'no subscription; buy a plan first');
       const changed = { ...edit(sub), updatedAt: now };
       await tx.billing.putSubscription(changed);
+      await then?.(tx, changed);
       return changed;
     });
   }

@@ -21,6 +21,10 @@ export interface SubscriptionRecord {
   graceUntil: number | null;
   /** Test provider only: the saved test card declines. */
   testCardDeclines: boolean;
+  /** The overage cap the account chose (µUSD as charged); null: the plan's default. */
+  overageCapMicros: number | null;
+  /** Overage at list prices whose charge failed. */
+  overageOwedMicros: number;
   updatedAt: number;
 }
 
@@ -62,6 +66,8 @@ interface SubscriptionRow {
   failed_attempts: number;
   grace_until: number | string | null;
   test_card_declines: number;
+  overage_cap_micros: number | string | null;
+  overage_owed_micros: number | string;
   updated_at: number | string;
 }
 
@@ -81,6 +87,8 @@ const toSubscription = (row: SubscriptionRow): SubscriptionRecord => ({
   failedAttempts: Number(row.failed_attempts),
   graceUntil: num(row.grace_until),
   testCardDeclines: Number(row.test_card_declines) === 1,
+  overageCapMicros: num(row.overage_cap_micros),
+  overageOwedMicros: Number(row.overage_owed_micros),
   updatedAt: Number(row.updated_at),
 });
 
@@ -127,14 +135,16 @@ export class BillingRepo {
   async putSubscription(s: SubscriptionRecord): Promise<void> {
     await this.#db.run(
       `INSERT INTO subscriptions (account_id, plan, status, provider, provider_ref, period_start, period_end,
-         cancel_at_period_end, next_plan, next_attempt_at, failed_attempts, grace_until, test_card_declines, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+         cancel_at_period_end, next_plan, next_attempt_at, failed_attempts, grace_until, test_card_declines,
+         overage_cap_micros, overage_owed_micros, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
        ON CONFLICT (account_id) DO UPDATE SET plan = excluded.plan, status = excluded.status,
          provider = excluded.provider, provider_ref = excluded.provider_ref, period_start = excluded.period_start,
          period_end = excluded.period_end, cancel_at_period_end = excluded.cancel_at_period_end,
          next_plan = excluded.next_plan, next_attempt_at = excluded.next_attempt_at,
          failed_attempts = excluded.failed_attempts, grace_until = excluded.grace_until,
-         test_card_declines = excluded.test_card_declines, updated_at = excluded.updated_at`,
+         test_card_declines = excluded.test_card_declines, overage_cap_micros = excluded.overage_cap_micros,
+         overage_owed_micros = excluded.overage_owed_micros, updated_at = excluded.updated_at`,
       [
         s.accountId,
         s.plan,
@@ -149,6 +159,8 @@ export class BillingRepo {
         s.failedAttempts,
         s.graceUntil,
         s.testCardDeclines ? 1 : 0,
+        s.overageCapMicros,
+        s.overageOwedMicros,
         s.updatedAt,
       ],
     );
@@ -207,6 +219,31 @@ export class BillingRepo {
          next_attempt_at = next_attempt_at - $2, grace_until = grace_until - $2 WHERE account_id = $1`,
       [accountId, ms],
     );
+  }
+
+  /**
+   * How far past its prepaid credit the account may go (its overage allowance at list prices): the credit limit
+   * the hold path already counts, so overage needs nothing of its own there.
+   */
+  async setOverageAllowance(accountId: string, micros: number): Promise<void> {
+    await this.#db.run('UPDATE accounts SET credit_limit_micros = $2 WHERE id = $1', [accountId, micros]);
+  }
+
+  /** The overage accrued so far (the account's debt at list prices), read under the account's lock. */
+  async accruedOverage(accountId: string): Promise<number> {
+    const row = await this.#db.get<{ debt: number | string }>(
+      `SELECT debt_micros AS debt FROM accounts WHERE id = $1 ${this.#db.forUpdate}`,
+      [accountId],
+    );
+    return Number(row?.debt ?? 0);
+  }
+
+  /** Takes `micros` of accrued overage off the account (it was invoiced, or moved to what is owed). */
+  async takeOverage(accountId: string, micros: number): Promise<void> {
+    await this.#db.run('UPDATE accounts SET debt_micros = debt_micros - $2 WHERE id = $1', [
+      accountId,
+      micros,
+    ]);
   }
 
   /** Ends the account's plan allowances still running (an upgrade replaces them). */

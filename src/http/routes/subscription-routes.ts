@@ -4,11 +4,19 @@ import { GatewayError } from '../../shared/gateway-error.ts';
 import type { InvoiceRecord, SubscriptionRecord } from '../../store/billing-repo.ts';
 import { iso, usd } from '../present.ts';
 import { userOf } from './principal.ts';
+import { overageCharge } from '../../billing/billing-cycle.ts';
+import type { PlanConfig } from '../../config/config.ts';
 
 type Deps = Pick<Services, 'config' | 'cycle' | 'store'>;
 
 /** The subscription as the API shows it, dates in the account's billing time. */
-export function presentSubscription(sub: SubscriptionRecord, offsetMs: number): Record<string, unknown> {
+export function presentSubscription(
+  sub: SubscriptionRecord,
+  offsetMs: number,
+  plan?: PlanConfig,
+  accruedMicros = 0,
+): Record<string, unknown> {
+  const cap = sub.overageCapMicros ?? plan?.defaultOverageCapMicros ?? 0;
   const at = (ms: number | null): string | null => (ms === null ? null : iso(ms + offsetMs));
   const renews = sub.status === 'active' && !sub.cancelAtPeriodEnd;
   return {
@@ -24,6 +32,12 @@ export function presentSubscription(sub: SubscriptionRecord, offsetMs: number): 
     failed_attempts: sub.failedAttempts,
     grace_until: at(sub.graceUntil),
     test_card_declines: sub.testCardDeclines,
+    overage_price_multiplier: (plan?.overageBasisPoints ?? 0) / 10_000,
+    overage_cap_usd: cap === null ? null : usd(cap),
+    overage_cap_is_default: sub.overageCapMicros === null,
+    overage_accrued_list_usd: usd(accruedMicros),
+    overage_accrued_usd: plan ? usd(overageCharge(plan, accruedMicros)) : 0,
+    overage_owed_list_usd: usd(sub.overageOwedMicros),
   };
 }
 
@@ -99,8 +113,31 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
     const sub = await services.cycle.subscription(accountId);
     if (!sub) return { object: 'subscription', subscription: null };
     const offset = await services.store.billing.clockOffset(accountId);
-    return { object: 'subscription', subscription: presentSubscription(sub, offset) };
+    const accrued = await services.store.billing.accruedOverage(accountId);
+    const plan = services.config.plans.get(sub.plan);
+    return { object: 'subscription', subscription: presentSubscription(sub, offset, plan, accrued) };
   };
+
+  app.put<{ Body: { cap_usd: number | null } }>(
+    '/overage-cap',
+    {
+      ...user,
+      schema: {
+        body: {
+          type: 'object',
+          required: ['cap_usd'],
+          additionalProperties: false,
+          properties: { cap_usd: { type: ['number', 'null'], minimum: 0, maximum: 1_000_000 } },
+        },
+      },
+    },
+    async (request) => {
+      const id = userOf(request).account.id;
+      const cap = request.body.cap_usd;
+      await services.cycle.setOverageCap(id, cap === null ? null : Math.round(cap * 100) * 10_000);
+      return show(id);
+    },
+  );
 
   app.get('/subscription', user, async (request) => show(userOf(request).account.id));
 
@@ -246,6 +283,7 @@ export const billingClockRoutes: FastifyPluginAsync<Deps> = async (app, services
   const subscriptionOf = async (accountId: string): Promise<Record<string, unknown>> => {
     const sub = await services.cycle.subscription(accountId);
     const offset = await services.store.billing.clockOffset(accountId);
-    return { subscription: sub ? presentSubscription(sub, offset) : null };
+    const plan = sub && services.config.plans.get(sub.plan);
+    return { subscription: sub ? presentSubscription(sub, offset, plan) : null };
   };
 };

@@ -24,6 +24,10 @@ CREATE TABLE subscriptions (
   failed_attempts INTEGER NOT NULL DEFAULT 0,
   grace_until BIGINT,
   test_card_declines INTEGER NOT NULL DEFAULT 0,
+  -- The overage cap the account chose, in USD as charged (µUSD); null: the plan's default.
+  overage_cap_micros BIGINT,
+  -- Overage at list prices whose charge failed: owed, and no longer counted against the account's balance.
+  overage_owed_micros BIGINT NOT NULL DEFAULT 0,
   updated_at BIGINT NOT NULL
 );
 CREATE INDEX subscriptions_due ON subscriptions (next_attempt_at);

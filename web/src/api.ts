@@ -145,6 +145,7 @@ export interface Plan {
   daily_tokens: number | null;
   monthly_price_usd: number;
   monthly_allowance_usd: number;
+  overage_price_multiplier: number;
   purchasable: boolean;
 }
 

@@ -4,6 +4,7 @@ import { api, dateTime, type List, num, type Order, type Plan, usd } from '../ap
 import { money } from '../format.ts';
 import { ErrorMessage, Field, Section, Settled, TableWrap } from '../ui.tsx';
 import { useAccount } from './Overview.tsx';
+import { InvoicesSection, SubscriptionSection } from './BillingCycle.tsx';
 
 export function Billing() {
   const account = useAccount();
@@ -29,6 +30,7 @@ export function Billing() {
           </p>
         )}
         <ErrorMessage error={checkout.error} />
+        <SubscriptionSection />
         <Section title="Plans">
           <ErrorMessage error={plans.error} />
           <ul className="plans">
@@ -52,6 +54,12 @@ export function Billing() {
                   <dd>{num(plan.daily_tokens)}</dd>
                   <dt>Included each month</dt>
                   <dd>{usd(plan.monthly_allowance_usd)}</dd>
+                  {plan.overage_price_multiplier > 0 && plan.monthly_price_usd > 0 && (
+                    <>
+                      <dt>Overage</dt>
+                      <dd>list price × {plan.overage_price_multiplier}</dd>
+                    </>
+                  )}
                 </dl>
                 {plan.purchasable && plan.monthly_price_usd > 0 && (
                   <button
@@ -89,6 +97,7 @@ export function Billing() {
           </form>
           <p className="hint">You pay on the payment provider's checkout page, then come back here.</p>
         </Section>
+        <InvoicesSection />
         <Section title="Orders">
           <ErrorMessage error={orders.error} />
           <TableWrap label="Orders">

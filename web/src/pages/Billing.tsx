@@ -4,7 +4,7 @@ import { api, dateTime, type List, num, type Order, type Plan, usd } from '../ap
 import { money } from '../format.ts';
 import { ErrorMessage, Field, Section, Settled, TableWrap } from '../ui.tsx';
 import { useAccount } from './Overview.tsx';
-import { InvoicesSection, SubscriptionSection } from './BillingCycle.tsx';
+import { InvoicesSection, type Subscription, SubscriptionSection } from './BillingCycle.tsx';
 
 export function Billing() {
   const account = useAccount();
@@ -16,6 +16,10 @@ export function Billing() {
       api<{ checkout_url: string }>('/api/billing/checkout', { method: 'POST', body }),
     onSuccess: (order) => window.location.assign(order.checkout_url),
   });
+  const subscription = useQuery({
+    queryKey: ['subscription'],
+    queryFn: () => api<{ subscription: Subscription | null }>('/api/billing/subscription'),
+  });
   const current = account.data?.plan;
   const currentName = plans.data?.data.find((plan) => plan.id === current)?.name ?? current;
   return (
@@ -26,7 +30,11 @@ export function Billing() {
           <p>
             Balance: <strong>{usd(account.data.balance_usd)}</strong>. Current plan:{' '}
             <strong>{currentName}</strong>
-            {account.data.plan_expires_at && <> until {dateTime(account.data.plan_expires_at)}</>}.
+            {/* With a subscription its section shows the period, in the account's billing time. */}
+            {account.data.plan_expires_at && subscription.data?.subscription === null && (
+              <> until {dateTime(account.data.plan_expires_at)}</>
+            )}
+            .
           </p>
         )}
         <ErrorMessage error={checkout.error} />

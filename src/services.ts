@@ -363,6 +363,7 @@ export function createServices(options: ServicesOptions): Services {
         sessions.sweepJob(),
         ...operators.jobs(),
         cycle.renewalJob(),
+        cycle.alertsJob(),
         ...(holds.rowsInStore ? [createInstanceLeaseJob(store, clock, instanceId)] : []),
       ]);
       dispatcher.start();

@@ -391,5 +391,79 @@ for (const variant of variants) {
       });
       assert.equal((await chat(key)).status, 200);
     });
+
+    it('alerts fire once each: renewal in 3 days, failed renewal, low balance; only subscribed types reach the endpoint', async () => {
+      const { key, accountId, email } = await customer();
+      await subscribe(key, 'starter');
+      const alerts = await a.call('PUT', '/api/billing/alerts', {
+        key,
+        body: {
+          low_balance_usd: 1,
+          webhook_events: ['subscription.renewing', 'subscription.payment_failed', 'balance.low'],
+        },
+      });
+      assert.equal(alerts.status, 200, JSON.stringify(alerts.body));
+      assert.deepEqual(alerts.body.webhook_events, [
+        'subscription.renewing',
+        'subscription.payment_failed',
+        'balance.low',
+      ]);
+      const bad = await a.call('PUT', '/api/billing/alerts', {
+        key,
+        body: { low_balance_usd: 1, webhook_events: ['payment.everything'] },
+      });
+      assert.equal(bad.status, 400);
+      const alertEvents = (type: string) =>
+        receiver.deliveries
+          .filter((d) => d.headers['x-service-signature'])
+          .map((d) => JSON.parse(d.body))
+          .filter((e) => e.event_type === type && (e.customer_email === email || e.account === undefined))
+          .filter((e) => type !== 'balance.low' || e.threshold === 1);
+      const renewingOf = () =>
+        receiver.deliveries
+          .map((d) => JSON.parse(d.body))
+          .filter((e) => e.event_type === 'subscription.renewing');
+      const before = renewingOf().length;
+      await advance(accountId, 27);
+      await until(() => renewingOf().length === before + 1, 'subscription.renewing');
+      await advance(accountId, 2);
+      await a.services.cycle.alertPass();
+      await b?.services.cycle.alertPass();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(renewingOf().length, before + 1, 'once per renewal, on any number of instances');
+      await until(
+        () => a.mails.some((m) => m.to === email && /renews on/.test(m.subject)),
+        'the renewal e-mail',
+      );
+
+      // The allowance (USD 0.002) is below the USD 1 threshold: one balance.low, not repeated.
+      await until(() => alertEvents('balance.low').length >= 1, 'balance.low');
+      await a.services.cycle.alertPass();
+      assert.equal(a.mails.filter((m) => m.to === email && /balance is below/.test(m.subject)).length, 1);
+
+      await a.call('PUT', '/api/billing/test-card', { key, body: { declines: true } });
+      const failedBefore = receiver.deliveries
+        .map((d) => JSON.parse(d.body))
+        .filter((e) => e.event_type === 'subscription.payment_failed').length;
+      await advance(accountId, 2);
+      await until(
+        () =>
+          receiver.deliveries
+            .map((d) => JSON.parse(d.body))
+            .filter((e) => e.event_type === 'subscription.payment_failed').length ===
+          failedBefore + 1,
+        'subscription.payment_failed',
+      );
+      const failed = receiver.deliveries
+        .map((d) => JSON.parse(d.body))
+        .filter((e) => e.event_type === 'subscription.payment_failed')
+        .at(-1);
+      assert.equal(failed.reason, 'card_declined');
+      assert.match(failed.timestamp, /Z$/);
+      const trialEvents = receiver.deliveries
+        .map((d) => JSON.parse(d.body))
+        .filter((e) => e.event_type === 'trial.expiring');
+      assert.equal(trialEvents.length, 0, 'not subscribed: not sent');
+    });
   });
 }

@@ -5,7 +5,7 @@ import { paymentEvent } from '../payments/payment-event.ts';
 import type { Bus } from '../shared/bus.ts';
 import { GatewayError } from '../shared/gateway-error.ts';
 import { type Clock, newId } from '../shared/ids.ts';
-import { formatUsd } from '../shared/money.ts';
+import { formatUsd, microsToUsd } from '../shared/money.ts';
 import { DAY_MS } from '../shared/time.ts';
 import type { InvoiceLine, InvoiceRecord, SubscriptionRecord } from '../store/billing-repo.ts';
 import type { AccountRecord, OrderRecord } from '../store/records.ts';
@@ -13,9 +13,12 @@ import type { Store } from '../store/store.ts';
 import { queueEvent } from '../webhooks/queue-event.ts';
 import { PLAN_PERIOD_MS } from './apply-plan.ts';
 import { grantCredit } from './grant-credit.ts';
+import { raiseAlert } from './billing-alerts.ts';
 
 /** After a failed renewal the plan keeps serving this long while the card is retried (docs/decisions.md). */
 export const GRACE_MS = 7 * DAY_MS;
+/** Renewal and trial alerts go out this long before the end. */
+export const ALERT_AHEAD_MS = 3 * DAY_MS;
 /** How often a failed renewal is retried within the grace period; the last try is at its end. */
 export const RETRY_EVERY_MS = 2 * DAY_MS;
 
@@ -81,6 +84,86 @@ export class BillingCycle {
     };
   }
 
+  /** The job that sends alerts (renewal and trial ending in 3 days, low balance), on one instance at a time. */
+  alertsJob(): Job {
+    return { name: 'billing-alerts', everyMs: 10_000, leaseMs: 60_000, run: () => this.alertPass() };
+  }
+
+  /** One pass of the alerts: each fires once per crossing (its row), then re-arms where a crossing can repeat. */
+  async alertPass(): Promise<void> {
+    const { store, clock, config } = this.#o;
+    const now = clock();
+    let queued = false;
+    const soon = await store.billing.endingSoon(now, now + ALERT_AHEAD_MS);
+    for (const sub of soon.renewing) {
+      const offset = await store.billing.clockOffset(sub.accountId);
+      const plan = config.plans.get(sub.nextPlan ?? sub.plan);
+      const at = new Date(sub.periodEnd + offset).toISOString();
+      queued =
+        (await store.transaction((tx) =>
+          raiseAlert(tx, {
+            id: `subscription.renewing:${sub.accountId}:${sub.periodEnd + offset}`,
+            accountId: sub.accountId,
+            kind: 'subscription.renewing',
+            subject: `Your Tollgate ${plan?.name ?? sub.plan} plan renews on ${at.slice(0, 10)}`,
+            body: `Your ${plan?.name ?? sub.plan} plan renews on ${at.slice(0, 10)} for USD ${formatUsd(plan?.monthlyPriceMicros ?? 0, 2)} plus this period's overage. Cancel it in the dashboard's Billing page if you do not want it to renew.`,
+            fields: {
+              plan: plan?.id ?? sub.plan,
+              renews_at: at,
+              amount: microsToUsd(plan?.monthlyPriceMicros ?? 0),
+            },
+            now,
+            billingNow: now + offset,
+          }),
+        )) || queued;
+    }
+    for (const trial of soon.trials) {
+      const offset = await store.billing.clockOffset(trial.accountId);
+      const at = new Date(trial.expiresAt + offset).toISOString();
+      queued =
+        (await store.transaction((tx) =>
+          raiseAlert(tx, {
+            id: `trial.expiring:${trial.id}`,
+            accountId: trial.accountId,
+            kind: 'trial.expiring',
+            subject: `Your Tollgate trial credit expires on ${at.slice(0, 10)}`,
+            body: `Your free trial credit expires on ${at.slice(0, 10)}. Buy a plan or top up in the dashboard's Billing page to keep your keys working.`,
+            fields: { expires_at: at },
+            now,
+            billingNow: now + offset,
+          }),
+        )) || queued;
+    }
+    for (const watch of await store.billing.lowBalanceWatches()) {
+      const balance = await store.ledger.balance(watch.accountId, now);
+      // Prepaid credit left (allowance and top-ups), not the overage the account may still run up.
+      const left = balance.creditMicros - balance.heldMicros;
+      const id = `balance.low:${watch.accountId}`;
+      if (left >= watch.thresholdMicros) {
+        await store.billing.clearAlert(id);
+        continue;
+      }
+      const offset = await store.billing.clockOffset(watch.accountId);
+      queued =
+        (await store.transaction((tx) =>
+          raiseAlert(tx, {
+            id,
+            accountId: watch.accountId,
+            kind: 'balance.low',
+            subject: `Your Tollgate balance is below USD ${formatUsd(watch.thresholdMicros, 2)}`,
+            body: `Your balance is USD ${formatUsd(Math.max(0, left), 2)}, below the USD ${formatUsd(watch.thresholdMicros, 2)} you set. Top up in the dashboard's Billing page.`,
+            fields: {
+              balance: microsToUsd(left),
+              threshold: microsToUsd(watch.thresholdMicros),
+            },
+            now,
+            billingNow: now + offset,
+          }),
+        )) || queued;
+    }
+    if (queued) this.#o.onEventQueued();
+  }
+
   /** Charges every due renewal or retry; resolves to how many were handled. */
   async renewDue(): Promise<number> {
     let handled = 0;
@@ -107,6 +190,7 @@ export class BillingCycle {
       await store.transaction((tx) => tx.billing.advanceClock(accountId, DAY_MS));
       // A renewal charged on the way may schedule a retry within the same day: run until nothing is due.
       while (await this.renewOne(accountId));
+      await this.alertPass();
     }
     await this.#invalidate(accountId);
     return { billingNow: await this.billingNow(accountId) };
@@ -300,6 +384,26 @@ export class BillingCycle {
       const outcome = declined
         ? ({ status: 'failed', reason: 'card_declined' } as const)
         : ({ status: 'paid' } as const);
+      if (
+        declined &&
+        (await raiseAlert(tx, {
+          id: `subscription.payment_failed:${order.id}`,
+          accountId,
+          kind: 'subscription.payment_failed',
+          subject: '',
+          body: '',
+          fields: {
+            order_id: order.id,
+            plan: plan.id,
+            amount: microsToUsd(order.amountMicros),
+            reason: 'card_declined',
+          },
+          now,
+          billingNow,
+          mail: false,
+        }))
+      )
+        queued = true;
       if (await tx.webhooks.endpoint(accountId)) {
         const payload = paymentEvent(order, account.email, plan.id, outcome, billingNow);
         await queueEvent(tx.webhooks, { accountId, eventType: payload.event_type, body: payload, now });

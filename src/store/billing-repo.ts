@@ -262,6 +262,75 @@ export class BillingRepo {
     );
   }
 
+  /** Records an alert's crossing; false when it was already recorded (the alert was sent). */
+  async recordAlert(id: string, accountId: string, kind: string, now: number): Promise<boolean> {
+    const inserted = await this.#db.run(
+      'INSERT INTO billing_alerts (id, account_id, kind, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING',
+      [id, accountId, kind, now],
+    );
+    return inserted === 1;
+  }
+
+  /** Re-arms an alert (its condition no longer holds). */
+  async clearAlert(id: string): Promise<void> {
+    await this.#db.run('DELETE FROM billing_alerts WHERE id = $1', [id]);
+  }
+
+  async alertSettings(accountId: string): Promise<{ lowBalanceMicros: number | null; events: string[] }> {
+    const row = await this.#db.get<{
+      low_balance_micros: number | string | null;
+      alert_events: string | null;
+    }>('SELECT low_balance_micros, alert_events FROM billing_details WHERE account_id = $1', [accountId]);
+    return {
+      lowBalanceMicros: num(row?.low_balance_micros ?? null),
+      events: row?.alert_events ? (JSON.parse(row.alert_events) as string[]) : [],
+    };
+  }
+
+  async putAlertSettings(
+    accountId: string,
+    lowBalanceMicros: number | null,
+    events: string[],
+  ): Promise<void> {
+    await this.#db.run(
+      `INSERT INTO billing_details (account_id, low_balance_micros, alert_events) VALUES ($1, $2, $3)
+       ON CONFLICT (account_id) DO UPDATE SET low_balance_micros = excluded.low_balance_micros,
+         alert_events = excluded.alert_events`,
+      [accountId, lowBalanceMicros, JSON.stringify(events)],
+    );
+  }
+
+  /** Accounts with a low-balance threshold. */
+  async lowBalanceWatches(): Promise<{ accountId: string; thresholdMicros: number }[]> {
+    const rows = await this.#db.all<{ account_id: string; low_balance_micros: number | string }>(
+      'SELECT account_id, low_balance_micros FROM billing_details WHERE low_balance_micros IS NOT NULL',
+    );
+    return rows.map((r) => ({ accountId: r.account_id, thresholdMicros: Number(r.low_balance_micros) }));
+  }
+
+  /** Active subscriptions renewing by `until`, and trial grants with credit left expiring by `until`. */
+  async endingSoon(
+    now: number,
+    until: number,
+  ): Promise<{
+    renewing: SubscriptionRecord[];
+    trials: { id: string; accountId: string; expiresAt: number }[];
+  }> {
+    const subs = await this.#db.all<SubscriptionRow>(
+      `SELECT * FROM subscriptions WHERE status = 'active' AND cancel_at_period_end = 0 AND period_end > $1 AND period_end <= $2`,
+      [now, until],
+    );
+    const trials = await this.#db.all<{ id: string; account_id: string; expires_at: number | string }>(
+      `SELECT id, account_id, expires_at FROM credit_grants WHERE kind = 'trial' AND remaining_micros > 0
+       AND expires_at > $1 AND expires_at <= $2`,
+      [now, until],
+    );
+    return {
+      renewing: subs.map(toSubscription),
+      trials: trials.map((t) => ({ id: t.id, accountId: t.account_id, expiresAt: Number(t.expires_at) })),
+    };
+  }
+
   async details(accountId: string): Promise<Omit<BuyerDetails, 'email'>> {
     const row = await this.#db.get<{ name: string | null; address: string | null; tax_id: string | null }>(
       'SELECT name, address, tax_id FROM billing_details WHERE account_id = $1',

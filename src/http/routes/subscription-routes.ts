@@ -5,6 +5,7 @@ import type { InvoiceRecord, SubscriptionRecord } from '../../store/billing-repo
 import { iso, usd } from '../present.ts';
 import { userOf } from './principal.ts';
 import { overageCharge } from '../../billing/billing-cycle.ts';
+import { ALERT_EVENTS } from '../../billing/billing-alerts.ts';
 import type { PlanConfig } from '../../config/config.ts';
 
 type Deps = Pick<Services, 'config' | 'cycle' | 'store'>;
@@ -190,6 +191,48 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
       const id = userOf(request).account.id;
       await services.cycle.setTestCard(id, request.body.declines);
       return show(id);
+    },
+  );
+
+  const alertSettings = async (accountId: string): Promise<Record<string, unknown>> => {
+    const settings = await services.store.billing.alertSettings(accountId);
+    return {
+      low_balance_usd: settings.lowBalanceMicros === null ? null : usd(settings.lowBalanceMicros),
+      webhook_events: settings.events,
+    };
+  };
+
+  app.get('/alerts', user, async (request) => alertSettings(userOf(request).account.id));
+
+  app.put<{ Body: { low_balance_usd: number | null; webhook_events: string[] } }>(
+    '/alerts',
+    {
+      ...user,
+      schema: {
+        body: {
+          type: 'object',
+          required: ['low_balance_usd', 'webhook_events'],
+          additionalProperties: false,
+          properties: {
+            low_balance_usd: { type: ['number', 'null'], minimum: 0, maximum: 1_000_000 },
+            webhook_events: {
+              type: 'array',
+              maxItems: 10,
+              items: { type: 'string', enum: [...ALERT_EVENTS] },
+            },
+          },
+        },
+      },
+    },
+    async (request) => {
+      const id = userOf(request).account.id;
+      const low = request.body.low_balance_usd;
+      await services.store.billing.putAlertSettings(
+        id,
+        low === null ? null : Math.round(low * 100) * 10_000,
+        [...new Set(request.body.webhook_events)],
+      );
+      return alertSettings(id);
     },
   );
 

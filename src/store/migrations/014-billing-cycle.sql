@@ -61,3 +61,19 @@ CREATE TABLE billing_details (
   address TEXT,
   tax_id TEXT
 );
+
+-- Alerts: the low-balance threshold (µUSD; null: none) and which alert event types the account's webhook
+-- endpoint receives (a JSON array; null: none, the endpoint gets only the payment events).
+ALTER TABLE billing_details ADD COLUMN low_balance_micros BIGINT;
+ALTER TABLE billing_details ADD COLUMN alert_events TEXT;
+
+-- One row per alert sent, keyed by its crossing (a period end, a grant, an order): a second instance, a second
+-- round or a restart finds the row and sends nothing. A low-balance row is deleted when the balance is back
+-- above the threshold, so the next crossing alerts again.
+CREATE TABLE billing_alerts (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL REFERENCES accounts (id),
+  kind TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX billing_alerts_account ON billing_alerts (account_id);

@@ -18,6 +18,7 @@ import { announcementRoutes } from './http/routes/announcement-routes.ts';
 import { authRoutes } from './http/routes/auth-routes.ts';
 import { billingRoutes, checkoutPageRoutes, stripeWebhookRoutes } from './http/routes/billing-routes.ts';
 import { organizationRoutes } from './http/routes/organization-routes.ts';
+import { billingClockRoutes, invoiceRoutes, subscriptionRoutes } from './http/routes/subscription-routes.ts';
 import { keyRoutes } from './http/routes/key-routes.ts';
 import { operatorReportRoutes } from './http/routes/operator-report-routes.ts';
 import { operatorRoutes } from './http/routes/operator-routes.ts';
@@ -138,7 +139,7 @@ export function createApp(services: Services): FastifyInstance {
 
   // Each route plugin gets only the services it uses, and its paths relative to its prefix.
   const { accounts, clock, config, metrics, operators, payments, sessions, signups } = services;
-  const { readiness, startedAt, usage, webhooks } = services;
+  const { readiness, startedAt, usage, webhooks, cycle, store } = services;
   const health = () => services.health();
   void app.register(publicRoutes, { accounts, config, health, metrics, readiness, startedAt });
   void app.register(statusRoutes, { config, operators });
@@ -152,6 +153,9 @@ export function createApp(services: Services): FastifyInstance {
   void app.register(statsRoutes, { prefix: '/api/stats', usage });
   void app.register(webhookRoutes, { prefix: '/api/webhooks', webhooks });
   void app.register(billingRoutes, { prefix: '/api/billing', config, payments });
+  void app.register(subscriptionRoutes, { prefix: '/api/billing', config, cycle, store });
+  void app.register(invoiceRoutes, { prefix: '/api/invoices', config, cycle, store });
+  void app.register(billingClockRoutes, { prefix: '/api/admin/billing', config, cycle, store });
   void app.register(checkoutPageRoutes, { prefix: '/checkout', payments });
   void app.register(stripeWebhookRoutes, { prefix: '/api/payments/stripe', config, payments });
   void app.register(adminRoutes, { prefix: '/api/admin/accounts', accounts, config, operators });

@@ -35,6 +35,7 @@ import { Router } from './routing/router.ts';
 import { type Bus, createLocalBus } from './shared/bus.ts';
 import { createTestPaymentProvider } from './payments/payment-provider.ts';
 import { PaymentsService } from './payments/payments-service.ts';
+import { BillingCycle } from './billing/billing-cycle.ts';
 import { createStripeClient, createStripePaymentProvider } from './payments/stripe-payment-provider.ts';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.ts';
 import { UsageService } from './usage/usage-service.ts';
@@ -221,7 +222,13 @@ export function createServices(options: ServicesOptions): Services {
         apiBase: options.stripeApiBase ?? config.stripe.apiBase,
       })
     : undefined;
+  const cycle = new BillingCycle({
+    ...{ store, config, clock, bus, logger },
+    providerId: stripe ? 'stripe' : 'test',
+    onEventQueued: () => dispatcher.nudge(),
+  });
   const payments = new PaymentsService({
+    cycle,
     store,
     config,
     clock,
@@ -287,6 +294,7 @@ export function createServices(options: ServicesOptions): Services {
     metrics,
     scheduler,
     payments,
+    cycle,
     dispatcher,
     operators,
     webhooks,
@@ -318,6 +326,8 @@ export function createServices(options: ServicesOptions): Services {
         createHoldRecoveryJob(store, clock, logger),
         sessions.sweepJob(),
         ...operators.jobs(),
+        cycle.renewalJob(),
+        cycle.alertsJob(),
         ...(holds.rowsInStore ? [createInstanceLeaseJob(store, clock, instanceId)] : []),
       ]);
       dispatcher.start();

@@ -32,7 +32,7 @@ export function billingStanding(
     return {
       ok: false,
       reason: 'subscription_expired',
-      message: `your ${plan.name} plan ended on ${new Date(account.planExpiresAt).toISOString()} without renewal; renew it or buy a plan`,
+      message: `subscription expired: your ${plan.name} plan ended on ${new Date(account.planExpiresAt).toISOString()} without renewal; renew it or buy a plan`,
     };
   }
   // The trial credit is spendable only from a verified address when mail can reach one (docs/security.md).

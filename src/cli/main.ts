@@ -4,6 +4,7 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { CliError, EXIT } from './cli-error.ts';
 import { printable } from './terminal-text.ts';
 import { registerAccountsCommands } from './commands/accounts-commands.ts';
+import { registerBillingCommands } from './commands/billing-commands.ts';
 import { registerAnnounceCommand, registerAnnouncementsCommands } from './commands/announce-command.ts';
 import { registerBackupCommand } from './commands/backup-command.ts';
 import { registerConfigCommands } from './commands/config-check-command.ts';
@@ -45,6 +46,7 @@ export function createProgram(): Command {
   registerConfigCommands(program);
   registerOperatorCommands(program);
   registerAccountsCommands(program);
+  registerBillingCommands(program);
   registerKeysCommands(program);
   registerUsageCommands(program);
   registerAnnounceCommand(program);

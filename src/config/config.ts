@@ -72,20 +72,8 @@ export interface ProviderConfig<Options = unknown> {
 
 export type PlanId = 'free_trial' | 'starter' | 'pro' | 'enterprise';
 
-export interface PlanConfig {
-  id: PlanId;
-  name: string;
-  /** null means unlimited. */
-  requestsPerMinute: number | null;
-  tokensPerMinute: number | null;
-  dailyTokens: number | null;
-  monthlyPriceMicros: number;
-  /** Credit granted with each paid period, expiring at the period's end. */
-  monthlyAllowanceMicros: number;
-  purchasable: boolean;
-  /** Active API keys an account on this plan may hold; null means unlimited. */
-  maxActiveKeys: number | null;
-}
+import type { PlanConfig } from './plan-definition.ts';
+export type { PlanConfig };
 
 export interface TimeoutsConfig {
   connectMs: number;

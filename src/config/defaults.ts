@@ -1,5 +1,5 @@
 import { DEFAULT_TEMPERATURE } from '../core/known-params.ts';
-import type { ModelConfig, ParamPolicy, PlanConfig, PlanId } from './config.ts';
+import type { ModelConfig, ParamPolicy } from './config.ts';
 import { MICROS_PER_USD } from '../shared/money.ts';
 
 const USD = MICROS_PER_USD;
@@ -45,37 +45,7 @@ export const RETENTION_DAYS = 90;
 /** Messages one request may hold (`requests.max_messages`): the spec shows none; docs/decisions.md says why. */
 export const MAX_MESSAGES = 2_048;
 
-/** The spec's four plans with its limits; prices and allowances are Tollgate's defaults. */
-export const DEFAULT_PLANS: ReadonlyMap<PlanId, PlanConfig> = new Map<PlanId, PlanConfig>([
-  ['free_trial', plan('free_trial', 'Free Trial', 10, 50_000, 500_000, 0, 0, false, 3)],
-  ['starter', plan('starter', 'Starter', 60, 300_000, 5_000_000, 20 * USD, 20 * USD, true, 10)],
-  ['pro', plan('pro', 'Pro', 300, 1_500_000, 25_000_000, 100 * USD, 100 * USD, true, 25)],
-  ['enterprise', plan('enterprise', 'Enterprise', null, null, null, 0, 0, false, null)],
-]);
-
-function plan(
-  id: PlanId,
-  name: string,
-  requestsPerMinute: number | null,
-  tokensPerMinute: number | null,
-  dailyTokens: number | null,
-  monthlyPriceMicros: number,
-  monthlyAllowanceMicros: number,
-  purchasable: boolean,
-  maxActiveKeys: number | null,
-): PlanConfig {
-  return {
-    id,
-    name,
-    requestsPerMinute,
-    tokensPerMinute,
-    dailyTokens,
-    monthlyPriceMicros,
-    monthlyAllowanceMicros,
-    purchasable,
-    maxActiveKeys,
-  };
-}
+export { DEFAULT_PLANS } from './plan-definition.ts';
 
 /**
  * Fields refused by default on every deployment: each costs the operator money that token billing does not

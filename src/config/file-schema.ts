@@ -8,10 +8,10 @@ import type {
   DeploymentConfig,
   LimiterFailurePolicy,
   ModelConfig,
-  PlanConfig,
   PlanId,
   ProviderConfig,
 } from './config.ts';
+import { PLAN_FILE_ENTRY, overridePlan } from './plan-definition.ts';
 import {
   DEFAULT_PARAM_POLICY,
   DEFAULT_PLANS,
@@ -77,19 +77,6 @@ const MODEL = mapping({
   description: text().optional(),
 });
 
-/** A plan's limit: a whole number, or null / `unlimited`. */
-const LIMIT = z.preprocess((value) => (value === 'unlimited' ? null : value), wholeNumber().nullable());
-
-const PLAN = mapping({
-  name: text().optional(),
-  requests_per_minute: LIMIT.optional(),
-  tokens_per_minute: LIMIT.optional(),
-  daily_tokens: LIMIT.optional(),
-  monthly_price_usd: usdAsMicros().optional(),
-  monthly_allowance_usd: usdAsMicros().optional(),
-  max_keys: LIMIT.optional(),
-});
-
 /** One `providers:` entry: `id`, a registered `type`, and the keys that type's plug-in declares. */
 function providerEntry(env: Env): z.ZodType<ProviderConfig, unknown> {
   return z
@@ -112,7 +99,7 @@ export function createFileSchema(env: Env): z.ZodType<FileConfig, unknown> {
     providers: z.array(providerEntry(env), { error: 'must be a list' }).nullish(),
     models: optionalRecord(MODEL),
     embedding_models: optionalRecord(EMBEDDING_MODEL),
-    plans: optionalRecord(PLAN),
+    plans: optionalRecord(PLAN_FILE_ENTRY),
     timeouts: optionalMapping({
       connect_ms: wholeNumber().default(5_000),
       first_byte_ms: wholeNumber().default(60_000),
@@ -147,7 +134,7 @@ export function createFileSchema(env: Env): z.ZodType<FileConfig, unknown> {
     const plans = new Map(DEFAULT_PLANS);
     for (const [id, plan] of Object.entries(file.plans)) {
       const base = plans.get(id as PlanId);
-      if (base) plans.set(base.id, applyPlan(base, plan));
+      if (base) plans.set(base.id, overridePlan(base, plan));
       else problem(['plans', id], `unknown plan (plans are ${[...plans.keys()].join(', ')})`);
     }
     const models = resolveModels(file.models, providers, problem);
@@ -176,20 +163,6 @@ export function createFileSchema(env: Env): z.ZodType<FileConfig, unknown> {
       maxMessages: file.requests.max_messages,
     };
   });
-}
-
-function applyPlan(base: PlanConfig, plan: z.output<typeof PLAN>): PlanConfig {
-  return {
-    ...base,
-    name: plan.name ?? base.name,
-    requestsPerMinute:
-      plan.requests_per_minute === undefined ? base.requestsPerMinute : plan.requests_per_minute,
-    tokensPerMinute: plan.tokens_per_minute === undefined ? base.tokensPerMinute : plan.tokens_per_minute,
-    dailyTokens: plan.daily_tokens === undefined ? base.dailyTokens : plan.daily_tokens,
-    maxActiveKeys: plan.max_keys === undefined ? base.maxActiveKeys : plan.max_keys,
-    monthlyPriceMicros: plan.monthly_price_usd ?? base.monthlyPriceMicros,
-    monthlyAllowanceMicros: plan.monthly_allowance_usd ?? base.monthlyAllowanceMicros,
-  };
 }
 
 /** The built-in catalog on the simulator, with the file's models over it; every reference must resolve. */

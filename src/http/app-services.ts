@@ -7,6 +7,7 @@ import type { HoldBook } from '../billing/hold-book.ts';
 import type { SettlementQueue } from '../billing/settlement-queue.ts';
 import type { Config } from '../config/config.ts';
 import type { FleetWatch } from '../fleet/fleet-watch.ts';
+import type { BillingCycle } from '../billing/billing-cycle.ts';
 import type { EmbeddingsGateway } from '../embeddings/embeddings-gateway.ts';
 import type { ChatGateway } from '../gateway/chat-gateway.ts';
 import type { Scheduler } from '../jobs/scheduler.ts';
@@ -46,6 +47,8 @@ export interface Services {
   metrics: Metrics;
   scheduler: Scheduler;
   payments: PaymentsService;
+  /** Subscriptions, renewals, invoices and the test billing clock. */
+  cycle: BillingCycle;
   dispatcher: WebhookDispatcher;
   /** Operators' console, audit log, announcements and mail queue, status page. */
   operators: Operators;

@@ -64,6 +64,9 @@ export function presentPlan(plan: PlanConfig): Plan {
     daily_tokens: plan.dailyTokens,
     monthly_price_usd: usd(plan.monthlyPriceMicros),
     monthly_allowance_usd: usd(plan.monthlyAllowanceMicros),
+    included_quota_usd: usd(plan.monthlyAllowanceMicros),
+    overage_price_multiplier: plan.overageBasisPoints / 10_000,
+    overage_cap_usd: plan.defaultOverageCapMicros === null ? null : usd(plan.defaultOverageCapMicros),
     purchasable: plan.purchasable,
   };
 }

@@ -11,6 +11,7 @@ import type { Store } from '../store/store.ts';
 import { queueEvent } from '../webhooks/queue-event.ts';
 import { paymentEvent } from './payment-event.ts';
 import type { PaymentProvider } from './payment-provider.ts';
+import type { BillingCycle } from '../billing/billing-cycle.ts';
 import { centsToMicros, formatUsd, microsToCents } from '../shared/money.ts';
 import { DAY_MS } from '../shared/time.ts';
 
@@ -39,6 +40,8 @@ export interface PaymentsOptions {
   stripe: Stripe | undefined;
   /** Called after an event is queued, so delivery starts at once. */
   onEventQueued(): void;
+  /** Subscriptions and invoices: a paid order starts or extends one and is invoiced. */
+  cycle?: BillingCycle;
 }
 
 /** Orders: checkout, completion (applied at most once, with its event queued in the same transaction). */
@@ -178,6 +181,12 @@ export class PaymentsService {
         const plan = config.plans.get(order.plan);
         if (plan) await applyPlan(tx, account.id, plan, now, order.id);
         planAfter = order.plan;
+        if (plan && this.#o.cycle) {
+          await this.#o.cycle.planPaid(tx, account, plan, order.provider);
+          await this.#o.cycle.invoiceOrder(tx, account, order, [
+            { description: `${plan.name} plan, 30 days`, amountMicros: order.amountMicros },
+          ]);
+        }
       } else if (outcome.status === 'paid') {
         await grantCredit(tx.ledger, {
           accountId: account.id,
@@ -187,6 +196,9 @@ export class PaymentsService {
           source: order.id,
           now,
         });
+        await this.#o.cycle?.invoiceOrder(tx, account, order, [
+          { description: 'Credit top-up', amountMicros: order.amountMicros },
+        ]);
       }
       const payload = paymentEvent(order, account.email, planAfter, outcome, now);
       if (await tx.webhooks.endpoint(account.id)) {

@@ -17,6 +17,7 @@ import { HealthSamplesRepo } from './health-samples-repo.ts';
 import { MailQueueRepo } from './mail-queue-repo.ts';
 import { FleetRepo } from './fleet-repo.ts';
 import { MembersRepo } from './members-repo.ts';
+import { BillingRepo } from './billing-repo.ts';
 
 /** Everything Tollgate keeps, by domain; the same SQL runs on SQLite and PostgreSQL. */
 export interface Store {
@@ -39,6 +40,7 @@ export interface Store {
   readonly fleet: FleetRepo;
   /** Organizations' members and invitations. */
   readonly members: MembersRepo;
+  readonly billing: BillingRepo;
   /** Runs fn with a store whose every repository works inside one transaction. */
   transaction<T>(fn: (store: Store) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -70,6 +72,7 @@ export function createStore(db: Db, options: { secrets?: SecretBox } = {}): Stor
     healthSamples: new HealthSamplesRepo(db),
     fleet: new FleetRepo(db),
     members: new MembersRepo(db),
+    billing: new BillingRepo(db),
     transaction: (fn) => db.transaction((tx) => fn(createStore(tx, options))),
     close: () => db.close(),
   };

@@ -406,6 +406,9 @@ export const planSchema = {
     'daily_tokens',
     'monthly_price_usd',
     'monthly_allowance_usd',
+    'included_quota_usd',
+    'overage_price_multiplier',
+    'overage_cap_usd',
     'purchasable',
   ],
   additionalProperties: false,
@@ -417,6 +420,12 @@ export const planSchema = {
     daily_tokens: nullableInteger,
     monthly_price_usd: usd,
     monthly_allowance_usd: usd,
+    /** The usage a period's price includes; beyond it a paid plan accrues overage. */
+    included_quota_usd: usd,
+    /** Overage is the model's list price times this. */
+    overage_price_multiplier: { type: 'number' },
+    /** The overage an account may accrue in a period unless it sets its own cap (null: no cap). */
+    overage_cap_usd: { type: ['number', 'null'] },
     purchasable: { type: 'boolean' },
   },
 } as const;

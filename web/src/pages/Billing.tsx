@@ -4,6 +4,7 @@ import { api, type Checkout, dateTime, type List, num, type Order, type Plan, us
 import { money } from '../format.ts';
 import { ErrorMessage, Field, Section, Settled, TableWrap } from '../ui.tsx';
 import { useAccount } from './Overview.tsx';
+import { InvoicesSection, type Subscription, SubscriptionSection } from './BillingCycle.tsx';
 
 export function Billing() {
   const account = useAccount();
@@ -15,6 +16,10 @@ export function Billing() {
       api<Checkout>('/api/billing/checkout', { method: 'POST', body }),
     onSuccess: (order) => window.location.assign(order.checkout_url),
   });
+  const subscription = useQuery({
+    queryKey: ['subscription'],
+    queryFn: () => api<{ subscription: Subscription | null }>('/api/billing/subscription'),
+  });
   const current = account.data?.plan;
   const currentName = plans.data?.data.find((plan) => plan.id === current)?.name ?? current;
   return (
@@ -25,10 +30,15 @@ export function Billing() {
           <p>
             Balance: <strong>{usd(account.data.balance_usd)}</strong>. Current plan:{' '}
             <strong>{currentName}</strong>
-            {account.data.plan_expires_at && <> until {dateTime(account.data.plan_expires_at)}</>}.
+            {/* With a subscription its section shows the period, in the account's billing time. */}
+            {account.data.plan_expires_at && subscription.data?.subscription === null && (
+              <> until {dateTime(account.data.plan_expires_at)}</>
+            )}
+            .
           </p>
         )}
         <ErrorMessage error={checkout.error} />
+        <SubscriptionSection />
         <Section title="Plans">
           <ErrorMessage error={plans.error} />
           <ul className="plans">
@@ -52,6 +62,12 @@ export function Billing() {
                   <dd>{num(plan.daily_tokens)}</dd>
                   <dt>Included each month</dt>
                   <dd>{usd(plan.monthly_allowance_usd)}</dd>
+                  {plan.overage_price_multiplier > 0 && plan.monthly_price_usd > 0 && (
+                    <>
+                      <dt>Overage</dt>
+                      <dd>list price × {plan.overage_price_multiplier}</dd>
+                    </>
+                  )}
                 </dl>
                 {plan.purchasable && plan.monthly_price_usd > 0 && (
                   <button
@@ -89,6 +105,7 @@ export function Billing() {
           </form>
           <p className="hint">You pay on the payment provider's checkout page, then come back here.</p>
         </Section>
+        <InvoicesSection />
         <Section title="Orders">
           <ErrorMessage error={orders.error} />
           <TableWrap label="Orders">

@@ -24,7 +24,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['routing'],
   ['config'],
   ['observability'],
-  ['gateway', 'operators'],
+  ['gateway', 'operators', 'embeddings'],
   ['http'],
   ['composition'],
   ['app.ts', 'cli'],

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { connectRedis } from '../src/shared/connect-redis.ts';
+import { connectRedis } from '../src/composition/connect-redis.ts';
 import { createStore, type Store } from '../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';

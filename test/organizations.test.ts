@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { costMicros } from '../src/billing/pricing.ts';
 import { countPromptTokens } from '../src/core/count-tokens.ts';
 import { actionOf, mayDo, ROUTE_ACTIONS } from '../src/accounts/roles.ts';
-import { MEMBER_ROLES, type MemberRole } from '../src/store/records.ts';
+import { MEMBER_ROLES, type MemberRole } from '../src/core/records.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';
 

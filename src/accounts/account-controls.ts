@@ -1,12 +1,12 @@
 import type { HoldBook } from '../billing/hold-book.ts';
 import { applyPlan } from '../billing/apply-plan.ts';
 import { grantCredit } from '../billing/grant-credit.ts';
-import type { Config, PlanId } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { Clock } from '../shared/ids.ts';
-import { DAY_MS } from '../shared/time.ts';
+import type { Config, PlanId } from '../core/config.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { Clock } from '../core/ids.ts';
+import { DAY_MS } from '../core/time.ts';
 import type { LimitOverrides } from '../store/accounts-repo.ts';
-import type { AccountRecord, CreditGrant } from '../store/records.ts';
+import type { AccountRecord, CreditGrant } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import { type AccountSummary, readAccountSummary } from './account-summary.ts';
 import type { KeyTarget } from './key-invalidation.ts';

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { HoldBook } from '../billing/hold-book.ts';
-import type { Config } from '../config/config.ts';
-import type { Limiter } from '../limits/limiter.ts';
+import type { Config } from '../core/config.ts';
+import type { Limiter } from '../core/rate-limits.ts';
 import type { Bus } from '../shared/bus.ts';
-import type { Clock } from '../shared/ids.ts';
+import type { Clock } from '../core/ids.ts';
 import type { Store } from '../store/store.ts';
 import { AccountControls } from './account-controls.ts';
 import type { KeyCache } from './key-cache.ts';

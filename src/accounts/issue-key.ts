@@ -1,5 +1,5 @@
-import { newId } from '../shared/ids.ts';
-import { type KeyControls, NO_KEY_CONTROLS } from '../store/records.ts';
+import { newId } from '../core/ids.ts';
+import { type KeyControls, NO_KEY_CONTROLS } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import { createSecret } from './api-key-secret.ts';
 import { presentKeyControls } from './key-controls.ts';

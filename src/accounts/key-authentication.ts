@@ -1,10 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { Config } from '../config/config.ts';
-import type { Limiter } from '../limits/limiter.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { Clock } from '../shared/ids.ts';
+import type { Config } from '../core/config.ts';
+import type { Limiter } from '../core/rate-limits.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { Clock } from '../core/ids.ts';
 import { StoreUnavailableError } from '../store/db.ts';
-import type { AccountRecord, ApiKeyRecord } from '../store/records.ts';
+import type { AccountRecord, ApiKeyRecord } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import { createSecret, hashSecret, isPlausibleSecret } from './api-key-secret.ts';
 import { ipAllowed } from './cidr.ts';

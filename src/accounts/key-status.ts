@@ -6,7 +6,7 @@ import {
   MEMBER_ROOM_QUERY,
   toKeyRoom,
 } from '../store/key-spend.ts';
-import type { ApiKeyRecord } from '../store/records.ts';
+import type { ApiKeyRecord } from '../core/records.ts';
 import type { ChatPathStore, Store } from '../store/store.ts';
 import {
   dayOf,

@@ -1,10 +1,10 @@
-import type { Config } from '../config/config.ts';
+import type { Config } from '../core/config.ts';
 import type { HoldBook } from '../billing/hold-book.ts';
-import type { Limiter } from '../limits/limiter.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { Clock } from '../shared/ids.ts';
-import { DAY_MS } from '../shared/time.ts';
-import { type ApiKeyRecord, type KeyControls, NO_KEY_CONTROLS } from '../store/records.ts';
+import type { Limiter } from '../core/rate-limits.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { Clock } from '../core/ids.ts';
+import { DAY_MS } from '../core/time.ts';
+import { type ApiKeyRecord, type KeyControls, NO_KEY_CONTROLS } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import { createSecret } from './api-key-secret.ts';
 import { insertKey, issued, type IssuedKey } from './issue-key.ts';

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import { type Clock, newId } from '../shared/ids.ts';
-import { DAY_MS } from '../shared/time.ts';
+import type { Config } from '../core/config.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { type Clock, newId } from '../core/ids.ts';
+import { DAY_MS } from '../core/time.ts';
 import type { MemberWithEmail } from '../store/members-repo.ts';
 import {
   type AccountRecord,
@@ -12,7 +12,7 @@ import {
   type MemberRecord,
   type MemberRole,
   newAccountRecord,
-} from '../store/records.ts';
+} from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import { createSecret, hashSecret } from './api-key-secret.ts';
 import type { KeyTarget } from './key-invalidation.ts';

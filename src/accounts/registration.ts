@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { grantCredit } from '../billing/grant-credit.ts';
-import type { Config } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import { type Clock, newId } from '../shared/ids.ts';
-import { DAY_MS } from '../shared/time.ts';
-import { type AccountRecord, newAccountRecord } from '../store/records.ts';
+import type { Config } from '../core/config.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { type Clock, newId } from '../core/ids.ts';
+import { DAY_MS } from '../core/time.ts';
+import { type AccountRecord, newAccountRecord } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import { createSecret, hashSecret } from './api-key-secret.ts';
 import { insertKey, type IssuedKey } from './issue-key.ts';

@@ -1,5 +1,5 @@
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { MemberRole } from '../store/records.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { MemberRole } from '../core/records.ts';
 
 /** What a request to an organization's /api route does, as the role table grants it. */
 export type Action =

@@ -1,6 +1,6 @@
 import { DEFAULT_TEMPERATURE } from '../core/known-params.ts';
-import type { ModelConfig, ParamPolicy } from './config.ts';
-import { MICROS_PER_USD } from '../shared/money.ts';
+import type { ModelConfig, ParamPolicy } from '../core/config.ts';
+import { MICROS_PER_USD } from '../core/money.ts';
 
 const USD = MICROS_PER_USD;
 
@@ -45,7 +45,7 @@ export const RETENTION_DAYS = 90;
 /** Messages one request may hold (`requests.max_messages`): the spec shows none; docs/decisions.md says why. */
 export const MAX_MESSAGES = 2_048;
 
-export { DEFAULT_PLANS } from './plan-definition.ts';
+export { DEFAULT_PLANS } from '../core/plan-definition.ts';
 
 /**
  * Fields refused by default on every deployment: each costs the operator money that token billing does not

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Env } from '../providers/provider-plugin.ts';
 import { PROVIDER_TYPES, providerPlugin } from '../providers/registry.ts';
-import { EMBEDDING_MODEL, resolveEmbeddingModels } from '../embeddings/embedding-models.ts';
+import { EMBEDDING_MODEL, resolveEmbeddingModels } from './embedding-models.ts';
 import { SIMULATOR_SETTINGS } from '../providers/simulator/simulator-plugin.ts';
 import type {
   Config,
@@ -10,8 +10,8 @@ import type {
   ModelConfig,
   PlanId,
   ProviderConfig,
-} from './config.ts';
-import { PLAN_FILE_ENTRY, overridePlan } from './plan-definition.ts';
+} from '../core/config.ts';
+import { PLAN_FILE_ENTRY, overridePlan } from '../core/plan-definition.ts';
 import {
   DEFAULT_PARAM_POLICY,
   DEFAULT_PLANS,
@@ -32,7 +32,7 @@ import {
   textList,
   usdAsMicros,
   wholeNumber,
-} from './schema-primitives.ts';
+} from '../core/schema-primitives.ts';
 
 /** What the YAML file decides: the rest of Config comes from the environment. */
 export type FileConfig = Pick<

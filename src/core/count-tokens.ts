@@ -1,5 +1,5 @@
 import { countTokens as countWithOptions, encode } from 'gpt-tokenizer';
-import { runSliced } from '../shared/sliced-work.ts';
+import { runSliced } from './sliced-work.ts';
 import type { ChatMessage, ToolDefinition } from './chat-types.ts';
 
 // The OpenAI convention's framing: each message costs 3 tokens around its content, a reply is primed with 3.
@@ -72,7 +72,7 @@ function roleTokens(role: string): number {
   return tokens;
 }
 
-/** Counts a text piece by piece, yielding after each piece (see shared/sliced-work.ts); stops once the count passes `limit`. */
+/** Counts a text piece by piece, yielding after each piece (see core/sliced-work.ts); stops once the count passes `limit`. */
 function* textSteps(text: string, limit: number): Generator<undefined, number> {
   if (text.length <= PIECE_CHARS) return text.length === 0 ? 0 : countTokens(text);
   let total = 0;

@@ -1,7 +1,7 @@
-import type { ProviderConfig, TimeoutsConfig } from '../config/config.ts';
+import type { ProviderConfig, TimeoutsConfig } from '../core/config.ts';
 import { ProviderError } from '../core/provider-error.ts';
 import { createUpstreamClient, type UpstreamClient } from '../providers/upstream-http.ts';
-import { simulatedEmbedding } from './simulated-embedding.ts';
+import { simulatedEmbedding } from '../providers/simulator/simulated-embedding.ts';
 
 /** One input of an embeddings request: a text, or (OpenAI's convention) the tokens of one. */
 export type EmbeddingInput = { text: string } | { tokens: number[] };

@@ -5,14 +5,14 @@ import type { HoldAsk } from '../billing/hold-book.ts';
 import type { CallerContext, ChatGatewayOptions } from '../gateway/chat-gateway.ts';
 import { HOLD_TTL_MS } from '../gateway/chat-gateway.ts';
 import { countTextTokens } from '../core/count-tokens.ts';
-import type { RateLimits } from '../limits/limiter.ts';
+import type { RateLimits } from '../core/rate-limits.ts';
 import { ProviderError } from '../core/provider-error.ts';
 import { sanitizeUpstreamMessage } from '../routing/sanitize-upstream-message.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import { formatUsd } from '../shared/money.ts';
-import { limitSubjectOf, type Settlement, type UsageStatus } from '../store/records.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { formatUsd } from '../core/money.ts';
+import { limitSubjectOf, type Settlement, type UsageStatus } from '../core/records.ts';
 import { createEmbedder, type Embedder, type EmbeddingInput } from './embedders.ts';
-import type { EmbeddingModelConfig } from '../config/config.ts';
+import type { EmbeddingModelConfig } from '../core/config.ts';
 
 /** The most inputs one request may hold (OpenAI's limit). */
 export const MAX_EMBEDDING_INPUTS = 2_048;

@@ -1,5 +1,5 @@
-import type { EmbeddingModelConfig } from '../config/config.ts';
-import { MICROS_PER_USD } from '../shared/money.ts';
+import type { EmbeddingModelConfig } from '../core/config.ts';
+import { MICROS_PER_USD } from '../core/money.ts';
 
 /** An embedding model as GET /v1/models lists it: a chat model's fields where they apply, and its dimensions. */
 export function presentEmbeddingModel(model: EmbeddingModelConfig, created: number): Record<string, unknown> {

@@ -1,7 +1,7 @@
-import { invalidChoices } from './choices.ts';
-import type { ModelConfig } from '../config/config.ts';
+import { invalidChoices } from '../core/choices.ts';
+import type { ModelConfig } from '../core/config.ts';
 import { isObject } from '../core/json.ts';
-import { GatewayError, invalid as invalidParam } from '../shared/gateway-error.ts';
+import { GatewayError, invalid as invalidParam } from '../core/gateway-error.ts';
 import type { ChatMessage, ChatRequest, Role, ToolCall, ToolDefinition } from '../core/chat-types.ts';
 
 const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'developer', 'user', 'assistant', 'tool']);

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { requestScope } from '../observability/process-faults.ts';
-import type { Services } from '../services.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import { HEAVY, runSliced, type Yielded } from '../shared/sliced-work.ts';
+import type { Services } from './app-services.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { HEAVY, runSliced, type Yielded } from '../core/sliced-work.ts';
 import { bearerToken } from './auth-hook.ts';
 import { createClientAddress } from './client-address.ts';
 import { countJsonValues } from './count-json-values.ts';
@@ -296,7 +296,7 @@ function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown
 
 /**
  * Bodies from this size on are checked, joined, decoded and parsed one step at a time, under the budget that
- * every request's heavy work shares (shared/sliced-work.ts): each step of a 4 MiB body takes milliseconds.
+ * every request's heavy work shares (core/sliced-work.ts): each step of a 4 MiB body takes milliseconds.
  */
 const LARGE_BODY_BYTES = 256 * 1024;
 

@@ -1,4 +1,4 @@
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 
 /** The most models one request may list in `models`. */
 export const MAX_FALLBACK_MODELS = 8;

@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../config/config.ts';
+import type { ModelConfig } from '../core/config.ts';
 
 /**
  * When a model "was created", as GET /v1/models says: a fixed day per model id (a hash of the id into 2024),

@@ -5,7 +5,7 @@ import type { ToolEvent } from '../core/stream-event.ts';
 import { DEFAULT_TEMPERATURE, knownParams } from '../core/known-params.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { isObject } from '../core/json.ts';
-import { GatewayError, invalid } from '../shared/gateway-error.ts';
+import { GatewayError, invalid } from '../core/gateway-error.ts';
 import { answerHeaders } from './answer-headers.ts';
 import { createDoorSink } from './door-sink.ts';
 import { bearerToken } from './auth-hook.ts';

@@ -1,7 +1,7 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
 import { createSecretBox, type SecretBox } from '../shared/secret-box.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 
 /**
  * Responses output items whose id carries the item itself, compressed and sealed (AES-256-GCM under

@@ -1,5 +1,5 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
-import type { TimeoutsConfig } from '../config/config.ts';
+import type { TimeoutsConfig } from '../core/config.ts';
 import type { PassChunk } from '../core/raw-chunk.ts';
 import { type PassThroughHandler, type PassThroughStream } from '../core/provider.ts';
 import { ProviderError, statusError } from '../core/provider-error.ts';

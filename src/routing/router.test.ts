@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DeploymentConfig, ModelConfig, ParamPolicy, RoutingConfig } from '../config/config.ts';
+import type { DeploymentConfig, ModelConfig, ParamPolicy, RoutingConfig } from '../core/config.ts';
 import { DEFAULT_PARAM_POLICY } from '../config/defaults.ts';
 import type { ChatCompletion, ChatRequest } from '../core/chat-types.ts';
 import type { EventBatch } from '../core/stream-event.ts';
 import { chatRequestOf } from '../core/testing.ts';
 import { type Provider, type ProviderCall } from '../core/provider.ts';
 import { ProviderError } from '../core/provider-error.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import { createSimulatorProvider } from '../providers/simulator/simulator-provider.ts';
 import { Router } from './router.ts';
 

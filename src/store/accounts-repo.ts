@@ -1,4 +1,4 @@
-import type { PlanId } from '../config/config.ts';
+import type { PlanId } from '../core/config.ts';
 import type { Db } from './db.ts';
 import type {
   AccountRecord,
@@ -9,7 +9,7 @@ import type {
   KeyMember,
   LimitPeriod,
   MemberRole,
-} from './records.ts';
+} from '../core/records.ts';
 
 export interface AccountRow {
   id: string;

@@ -1,4 +1,4 @@
-import type { PlanId } from '../config/config.ts';
+import type { PlanId } from '../core/config.ts';
 import type { Db } from './db.ts';
 
 export type SubscriptionStatus = 'active' | 'past_due' | 'canceled' | 'expired';

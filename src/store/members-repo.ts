@@ -1,7 +1,13 @@
 import type { Db } from './db.ts';
 import type { AccountRow } from './accounts-repo.ts';
 import { toAccount } from './accounts-repo.ts';
-import type { AccountRecord, InvitationRecord, LimitPeriod, MemberRecord, MemberRole } from './records.ts';
+import type {
+  AccountRecord,
+  InvitationRecord,
+  LimitPeriod,
+  MemberRecord,
+  MemberRole,
+} from '../core/records.ts';
 
 interface MemberRow {
   id: string;

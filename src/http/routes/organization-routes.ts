@@ -9,10 +9,10 @@ import {
   MEMBER_ROLES,
   type MemberRecord,
   type MemberRole,
-} from '../../store/records.ts';
-import type { Services } from '../../services.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
-import { microsToUsd, usdToMicros } from '../../shared/money.ts';
+} from '../../core/records.ts';
+import type { Services } from '../app-services.ts';
+import { GatewayError } from '../../core/gateway-error.ts';
+import { microsToUsd, usdToMicros } from '../../core/money.ts';
 import { CSRF_HEADER, sessionCookie } from '../session-cookie.ts';
 import { asUser, userOf } from './principal.ts';
 

@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../../accounts/accounts-service.ts';
-import type { AccountRecord, ApiKeyRecord, KeyMember } from '../../store/records.ts';
+import type { AccountRecord, ApiKeyRecord, KeyMember } from '../../core/records.ts';
 import { mayDo } from '../../accounts/roles.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
+import { GatewayError } from '../../core/gateway-error.ts';
 import type { SessionUser } from '../session-cookie.ts';
 
 /** The principal as a user key and its account; 403 for the admin key or none. */

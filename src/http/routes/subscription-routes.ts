@@ -1,12 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Services } from '../../services.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
+import type { Services } from '../app-services.ts';
+import { GatewayError } from '../../core/gateway-error.ts';
 import type { InvoiceRecord, SubscriptionRecord } from '../../store/billing-repo.ts';
 import { iso, usd } from '../present.ts';
 import { userOf } from './principal.ts';
-import { overageCharge } from '../../billing/billing-cycle.ts';
-import { ALERT_EVENTS } from '../../billing/billing-alerts.ts';
-import type { PlanConfig } from '../../config/config.ts';
+import { overageCharge } from '../../payments/billing-cycle.ts';
+import { ALERT_EVENTS } from '../../payments/billing-alerts.ts';
+import type { PlanConfig } from '../../core/config.ts';
 
 type Deps = Pick<Services, 'config' | 'cycle' | 'store'>;
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { listenFake } from '../fake-upstream.ts';
 import { schemaInstance } from '../simulator/schema-instance.ts';
-import { serveGeminiEmbeddings } from '../../embeddings/fake-embeddings.ts';
+import { serveGeminiEmbeddings } from '../fake-embeddings.ts';
 
 /** What the fake does with one request; behaviours are taken in order, then `ok`. */
 export type GeminiBehaviour =

@@ -10,7 +10,7 @@ import {
   sse,
   startFakeUpstream,
 } from '../fake-upstream.ts';
-import { serveOpenAIEmbeddings } from '../../embeddings/fake-embeddings.ts';
+import { serveOpenAIEmbeddings } from '../fake-embeddings.ts';
 
 /**
  * A fake OpenAI-compatible server on a loopback port, in the documented wire format: POST /v1/chat/completions,

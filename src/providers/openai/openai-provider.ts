@@ -1,4 +1,4 @@
-import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
+import type { ProviderConfig, TimeoutsConfig } from '../../core/config.ts';
 import type { ChatChunk, ChatCompletion } from '../../core/chat-types.ts';
 import { callHeaders, type PassThroughProvider, type ProviderCall } from '../../core/provider.ts';
 import { ProviderError } from '../../core/provider-error.ts';

@@ -22,7 +22,7 @@ import {
 } from '../../core/provider.ts';
 import { ProviderError } from '../../core/provider-error.ts';
 import { SchemaBudgetError, schemaInstance } from './schema-instance.ts';
-import { choicesOf } from '../../gateway/choices.ts';
+import { choicesOf } from '../../core/choices.ts';
 
 /** The simulator's `system_fingerprint`: its configuration does not change between answers. */
 const SYSTEM_FINGERPRINT = 'fp_tollgate_sim1';

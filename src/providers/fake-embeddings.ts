@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { simulatedEmbedding } from './simulated-embedding.ts';
+import { simulatedEmbedding } from './simulator/simulated-embedding.ts';
 
 /**
  * Embeddings answers of the fake upstreams, in each provider's documented wire format. Vectors come from the

@@ -70,10 +70,8 @@ export interface ProviderConfig<Options = unknown> {
   options: Options;
 }
 
-export type PlanId = 'free_trial' | 'starter' | 'pro' | 'enterprise';
-
-import type { PlanConfig } from './plan-definition.ts';
-export type { PlanConfig };
+import type { PlanConfig, PlanId } from './plan-definition.ts';
+export type { PlanConfig, PlanId };
 
 export interface TimeoutsConfig {
   connectMs: number;
@@ -139,7 +137,7 @@ export interface Config {
   /** Stripe credentials; `apiBase` points the client elsewhere (stripe-mock). */
   stripe: { secretKey: string; webhookSecret: string; apiBase: string | undefined } | undefined;
   models: ReadonlyMap<string, ModelConfig>;
-  /** Models of POST /v1/embeddings (src/embeddings/embedding-models.ts). */
+  /** Models of POST /v1/embeddings (src/config/embedding-models.ts). */
   embeddingModels: ReadonlyMap<string, EmbeddingModelConfig>;
   providers: ReadonlyMap<string, ProviderConfig>;
   plans: ReadonlyMap<PlanId, PlanConfig>;

@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import type { PlanId } from './config.ts';
 import { mapping, text, usdAsMicros, wholeNumber } from './schema-primitives.ts';
-import { MICROS_PER_USD } from '../shared/money.ts';
+import { MICROS_PER_USD } from './money.ts';
 
 /**
  * A plan, defined once: each field's YAML key and schema are here, and the plan type, the `plans:` schema of
@@ -52,6 +51,9 @@ type Fields = typeof PLAN_FIELDS;
 type FieldName = keyof Fields;
 
 /** A plan as the configuration holds it (µUSD amounts, null for unlimited). */
+/** The plans the spec names. */
+export type PlanId = 'free_trial' | 'starter' | 'pro' | 'enterprise';
+
 export type PlanConfig = { id: PlanId } & { [Name in FieldName]: z.output<Fields[Name]['schema']> };
 
 /** One `plans:` entry of the configuration file: every key optional, an unknown key an error. */

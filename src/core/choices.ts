@@ -1,6 +1,6 @@
-import type { ModelConfig, ProviderConfig } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { ChatRequest } from '../core/chat-types.ts';
+import type { ModelConfig, ProviderConfig } from './config.ts';
+import { GatewayError } from './gateway-error.ts';
+import type { ChatRequest } from './chat-types.ts';
 
 /**
  * The most choices one chat request may ask for (`n`). OpenAI allows 128; every choice is held for at the

@@ -1,18 +1,18 @@
 import type { Logger } from 'pino';
-import type { Config, PlanConfig, PlanId } from '../config/config.ts';
+import type { Config, PlanConfig, PlanId } from '../core/config.ts';
 import type { Job } from '../jobs/scheduler.ts';
 import { paymentEvent } from '../payments/payment-event.ts';
 import type { Bus } from '../shared/bus.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import { type Clock, newId } from '../shared/ids.ts';
-import { formatUsd, microsToUsd } from '../shared/money.ts';
-import { DAY_MS } from '../shared/time.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { type Clock, newId } from '../core/ids.ts';
+import { formatUsd, microsToUsd } from '../core/money.ts';
+import { DAY_MS } from '../core/time.ts';
 import type { InvoiceLine, InvoiceRecord, SubscriptionRecord } from '../store/billing-repo.ts';
-import type { AccountRecord, OrderRecord } from '../store/records.ts';
+import type { AccountRecord, OrderRecord } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import { queueEvent } from '../webhooks/queue-event.ts';
-import { PLAN_PERIOD_MS } from './apply-plan.ts';
-import { grantCredit } from './grant-credit.ts';
+import { PLAN_PERIOD_MS } from '../billing/apply-plan.ts';
+import { grantCredit } from '../billing/grant-credit.ts';
 import { raiseAlert } from './billing-alerts.ts';
 
 /** After a failed renewal the plan keeps serving this long while the card is retried (docs/decisions.md). */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { EmbeddingDeployment, EmbeddingModelConfig, ProviderConfig } from '../config/config.ts';
-import { mapping, text, usdAsMicros, wholeNumber } from '../config/schema-primitives.ts';
-import { MICROS_PER_USD } from '../shared/money.ts';
+import type { EmbeddingDeployment, EmbeddingModelConfig, ProviderConfig } from '../core/config.ts';
+import { mapping, text, usdAsMicros, wholeNumber } from '../core/schema-primitives.ts';
+import { MICROS_PER_USD } from '../core/money.ts';
 
 type CatalogEntry = Omit<EmbeddingModelConfig, 'deployments'>;
 

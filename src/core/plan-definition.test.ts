@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, parseConfig } from './load-config.ts';
+import { ConfigError, parseConfig } from '../config/load-config.ts';
 
 describe('plan definition (one table: type, file schema, overrides, defaults)', () => {
   it('every default plan carries an included quota, an overage rate and a cap', () => {

@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { RedisHoldBook } from '../src/billing/redis-hold-book.ts';
-import { createRedisClient } from '../src/shared/connect-redis.ts';
+import { createRedisClient } from '../src/composition/connect-redis.ts';
 import { createStore, openDb } from '../src/store/store.ts';
 import { startGatewayProcess } from '../test/helpers/process.ts';
 import { startRedisServer } from '../test/helpers/redis-server.ts';

@@ -10,7 +10,7 @@ import { Registry } from 'prom-client';
 import type { Router } from '../src/routing/router.ts';
 import { registerStateGauges, type StateParts } from '../src/observability/state-gauges.ts';
 import { createTracing } from '../src/observability/tracing/tracing.ts';
-import type { Settlement } from '../src/store/records.ts';
+import type { Settlement } from '../src/core/records.ts';
 
 const settlement: Settlement = {
   ...{

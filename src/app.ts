@@ -27,7 +27,7 @@ import { statsRoutes, usageRoutes } from './http/routes/usage-routes.ts';
 import { webhookRoutes } from './http/routes/webhook-routes.ts';
 import { cookieSecure } from './http/session-cookie.ts';
 import { webApp } from './http/web-app.ts';
-import type { Services } from './services.ts';
+import type { Services } from './http/app-services.ts';
 
 /** Request ids: a random per-process prefix and a counter, unique across instances and restarts. */
 function createRequestIds(): () => string {

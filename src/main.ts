@@ -4,13 +4,13 @@ import { ConfigError, type ConfigFile, loadConfig } from './config/load-config.t
 import { createLogger } from './observability/create-logger.ts';
 import { createMetricsServer, listenMetrics } from './observability/metrics-server.ts';
 import { installFaultPolicy } from './observability/process-faults.ts';
-import { warmRequests } from './observability/warm-up.ts';
-import { createServices } from './services.ts';
+import { warmRequests } from './composition/warm-up.ts';
+import { createServices } from './composition/services.ts';
 import { eventSettings } from './observability/request-events/event-settings.ts';
 import { traceSettings } from './observability/tracing/trace-settings.ts';
 import { createSecretBox, gatedSecretBox } from './shared/secret-box.ts';
 import { checkSchemaBeforeStart, recordOldestRelease, VersionRefusal } from './fleet/schema-check.ts';
-import { connectRedis } from './shared/connect-redis.ts';
+import { connectRedis } from './composition/connect-redis.ts';
 import { migrate } from './store/migrate.ts';
 import { createStore, openDb } from './store/store.ts';
 

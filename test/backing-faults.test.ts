@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { pino } from 'pino';
-import { connectRedis } from '../src/shared/connect-redis.ts';
+import { connectRedis } from '../src/composition/connect-redis.ts';
 import type { Db } from '../src/store/db.ts';
 import { createPostgresDb } from '../src/store/postgres/postgres-db.ts';
 import { BACKENDS, type OpenedBackend, POSTGRES_URL } from './helpers/backends.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Db } from '../src/store/db.ts';
-import type { Settlement } from '../src/store/records.ts';
+import type { Settlement } from '../src/core/records.ts';
 import { createStore, type Store } from '../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { ADMIN_KEY, startTestServer } from './helpers/server.ts';

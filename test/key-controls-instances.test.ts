@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { costMicros } from '../src/billing/pricing.ts';
 import { countPromptTokens } from '../src/gateway/count-tokens.ts';
-import { connectRedis } from '../src/shared/connect-redis.ts';
+import { connectRedis } from '../src/composition/connect-redis.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import type { Limiter, LimitSet } from '../src/limits/limiter.ts';
+import type { Limiter, LimitSet } from '../src/core/rate-limits.ts';
 import { MemoryLimiter } from '../src/limits/memory-limiter.ts';
 import { RedisLimiter } from '../src/limits/redis-limiter.ts';
 import { REDIS_URL, redisUnavailable, testPrefix } from './helpers/redis.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { Scheduler } from '../src/jobs/scheduler.ts';
-import { connectRedis } from '../src/shared/connect-redis.ts';
+import { connectRedis } from '../src/composition/connect-redis.ts';
 import { createStore } from '../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { createTestClock } from './helpers/clock.ts';

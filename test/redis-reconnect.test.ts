@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
-import { connectRedis, type RedisBackends } from '../src/shared/connect-redis.ts';
+import { connectRedis, type RedisBackends } from '../src/composition/connect-redis.ts';
 import { redisServerMissing, startRedisServer, type OwnRedis } from './helpers/redis-server.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 

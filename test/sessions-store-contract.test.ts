@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { newAccountRecord } from '../src/store/records.ts';
+import { newAccountRecord } from '../src/core/records.ts';
 import type { SessionRecord } from '../src/store/sessions-repo.ts';
 import { createStore, type Store } from '../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';

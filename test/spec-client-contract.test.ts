@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
-import { connectRedis } from '../src/shared/connect-redis.ts';
+import { connectRedis } from '../src/composition/connect-redis.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 import { createTestClock } from './helpers/clock.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/server.ts';

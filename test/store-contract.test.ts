@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { migrate } from '../src/store/migrate.ts';
-import { type AccountRecord, newAccountRecord } from '../src/store/records.ts';
+import { type AccountRecord, newAccountRecord } from '../src/core/records.ts';
 import { createStore, type Store } from '../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from './helpers/backends.ts';
 

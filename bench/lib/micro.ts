@@ -8,7 +8,7 @@ import { MemoryLimiter } from '../../src/limits/memory-limiter.ts';
 import { RedisLimiter } from '../../src/limits/redis-limiter.ts';
 import type { Db } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
-import type { Settlement } from '../../src/store/records.ts';
+import type { Settlement } from '../../src/core/records.ts';
 import { createStore, openDb } from '../../src/store/store.ts';
 
 const SETTLEMENTS = 20_000;

@@ -1,12 +1,12 @@
 import type { HoldBook } from '../billing/hold-book.ts';
 import { billingStanding, type Standing } from '../billing/standing.ts';
-import type { Config } from '../config/config.ts';
-import { effectiveLimits } from '../limits/effective-limits.ts';
-import type { LimitSet } from '../limits/limiter.ts';
+import type { Config } from '../core/config.ts';
+import { effectiveLimits } from '../billing/effective-limits.ts';
+import type { LimitSet } from '../core/rate-limits.ts';
 import type { Balance } from '../store/ledger-repo.ts';
-import type { AccountRecord, CreditGrant } from '../store/records.ts';
+import type { AccountRecord, CreditGrant } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
-import { utcDay } from '../shared/time.ts';
+import { utcDay } from '../core/time.ts';
 
 /** An account as its holder sees it: limits, balance, grants, today's tokens and whether it may spend. */
 export interface AccountSummary {

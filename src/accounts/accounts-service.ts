@@ -4,11 +4,11 @@ import type { Logger } from 'pino';
 import { applyPlan } from '../billing/apply-plan.ts';
 import { grantCredit } from '../billing/grant-credit.ts';
 import type { HoldBook } from '../billing/hold-book.ts';
-import type { Config, PlanId } from '../config/config.ts';
+import type { Config, PlanId } from '../core/config.ts';
 import type { Bus } from '../shared/bus.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import { type Clock, newId } from '../shared/ids.ts';
-import type { Limiter } from '../limits/limiter.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { type Clock, newId } from '../core/ids.ts';
+import type { Limiter } from '../core/rate-limits.ts';
 import type { LimitOverrides } from '../store/accounts-repo.ts';
 import {
   type AccountRecord,
@@ -17,7 +17,7 @@ import {
   type KeyControls,
   newAccountRecord,
   NO_KEY_CONTROLS,
-} from '../store/records.ts';
+} from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import { StoreUnavailableError } from '../store/db.ts';
 import { type AccountSummary, readAccountSummary } from './account-summary.ts';
@@ -29,7 +29,7 @@ import { type KeyStatus, readKeyStatus } from './key-status.ts';
 import { canonicalMailbox, claimTrialMailbox } from './mailbox.ts';
 import type { Mailer } from './mailer.ts';
 import { hashPassword } from './passwords.ts';
-import { DAY_MS } from '../shared/time.ts';
+import { DAY_MS } from '../core/time.ts';
 
 const EMAIL_TOKEN_TTL_MS = 2 * DAY_MS;
 const ADMIN_KEY_SETTING = 'admin_key_hash';

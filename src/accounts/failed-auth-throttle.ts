@@ -1,7 +1,7 @@
-import type { Limiter } from '../limits/limiter.ts';
+import type { Limiter } from '../core/rate-limits.ts';
 import { addressGroup } from '../shared/address-group.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { Clock } from '../shared/ids.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { Clock } from '../core/ids.ts';
 
 /** Failed key authentications (unknown keys, a wrong admin key) allowed per client address per minute. */
 export const AUTH_FAILURES_PER_MINUTE = 30;

@@ -1,4 +1,4 @@
-import type { AccountRecord, ApiKeyRecord } from '../store/records.ts';
+import type { AccountRecord, ApiKeyRecord } from '../core/records.ts';
 
 /** How long past its lifetime a cached key may still be used while the database is unreachable. */
 export const MAX_STALE_MS = 60 * 60_000;

@@ -1,13 +1,13 @@
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import {
   type ApiKeyRecord,
   type KeyBudget,
   type KeyControls,
   type LimitPeriod,
   NO_KEY_CONTROLS,
-} from '../store/records.ts';
-import { DAY_MS } from '../shared/time.ts';
-import { formatUsd, microsToUsd } from '../shared/money.ts';
+} from '../core/records.ts';
+import { DAY_MS } from '../core/time.ts';
+import { formatUsd, microsToUsd } from '../core/money.ts';
 
 export const LIMIT_PERIODS: readonly LimitPeriod[] = ['daily', 'weekly', 'monthly', 'never'];
 /** The first day a `never` period counts from: before every usage day. */

@@ -1,5 +1,5 @@
-import { GatewayError } from '../shared/gateway-error.ts';
-import { type ApiKeyRecord, NO_KEY_CONTROLS } from '../store/records.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { type ApiKeyRecord, NO_KEY_CONTROLS } from '../core/records.ts';
 
 /**
  * Whether a key carries a restriction: a spending limit, an expiry, a list of allowed models or an IP

@@ -1,6 +1,6 @@
 import type { HoldBook } from '../billing/hold-book.ts';
 import { KEY_ROOM_QUERY, type KeyRoomRow, keyUsage, toKeyRoom } from '../store/key-spend.ts';
-import type { ApiKeyRecord } from '../store/records.ts';
+import type { ApiKeyRecord } from '../core/records.ts';
 import type { ChatPathStore, Store } from '../store/store.ts';
 import {
   dayOf,

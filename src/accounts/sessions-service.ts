@@ -1,18 +1,18 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.ts';
+import type { Config } from '../core/config.ts';
 import type { Job } from '../jobs/scheduler.ts';
-import type { Limiter } from '../limits/limiter.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import { type Clock, newId } from '../shared/ids.ts';
+import type { Limiter } from '../core/rate-limits.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { type Clock, newId } from '../core/ids.ts';
 import { addressGroup } from '../shared/address-group.ts';
-import type { AccountRecord } from '../store/records.ts';
+import type { AccountRecord } from '../core/records.ts';
 import type { SessionRecord } from '../store/sessions-repo.ts';
 import type { Store } from '../store/store.ts';
 import { createSecret, hashSecret } from './api-key-secret.ts';
 import type { Mailer } from './mailer.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
-import { DAY_MS, HOUR_MS, MINUTE_MS } from '../shared/time.ts';
+import { DAY_MS, HOUR_MS, MINUTE_MS } from '../core/time.ts';
 
 /** How long sessions live and how hard sign-in is throttled (see docs/decisions.md, "Dashboard sign-in"). */
 export interface SessionPolicy {

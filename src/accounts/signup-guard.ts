@@ -1,6 +1,6 @@
-import type { Limiter } from '../limits/limiter.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { Clock } from '../shared/ids.ts';
+import type { Limiter } from '../core/rate-limits.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { Clock } from '../core/ids.ts';
 import { addressGroup } from '../shared/address-group.ts';
 
 /** Sign-up and verification attempts allowed per client address per minute. */
@@ -27,9 +27,13 @@ export class SignupGuard {
       now: this.#clock(),
     });
     if (!admission.allowed) {
-      throw new GatewayError('rate_limit_exceeded', 'too many sign-up attempts from this address; retry later', {
-        ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
-      });
+      throw new GatewayError(
+        'rate_limit_exceeded',
+        'too many sign-up attempts from this address; retry later',
+        {
+          ...(admission.retryAfterMs !== undefined ? { retryAfterMs: admission.retryAfterMs } : {}),
+        },
+      );
     }
   }
 }

@@ -1,7 +1,7 @@
-import type { PlanConfig } from '../config/config.ts';
+import type { PlanConfig } from '../core/config.ts';
 import type { Store } from '../store/store.ts';
 import { grantCredit } from './grant-credit.ts';
-import { DAY_MS } from '../shared/time.ts';
+import { DAY_MS } from '../core/time.ts';
 
 /** A paid plan's period. */
 export const PLAN_PERIOD_MS = 30 * DAY_MS;

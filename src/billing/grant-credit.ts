@@ -1,6 +1,6 @@
-import { newId } from '../shared/ids.ts';
+import { newId } from '../core/ids.ts';
 import type { LedgerRepo } from '../store/ledger-repo.ts';
-import type { CreditGrant, GrantKind } from '../store/records.ts';
+import type { CreditGrant, GrantKind } from '../core/records.ts';
 
 /** A grant to make: what kind, how much (integer µUSD), until when, and what caused it. */
 export interface GrantRequest {

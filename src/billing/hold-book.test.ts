@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { migrate } from '../store/migrate.ts';
-import { newAccountRecord } from '../store/records.ts';
+import { newAccountRecord } from '../core/records.ts';
 import { createStore, openDb } from '../store/store.ts';
 import { createHoldBook } from './hold-book.ts';
 import { settlementOf } from './testing.ts';

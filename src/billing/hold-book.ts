@@ -1,7 +1,7 @@
 import type { RetryReport } from '../shared/retry-episode.ts';
 import { KEY_ROOM_QUERY, type KeyRoomRow, toKeyRoom } from '../store/key-spend.ts';
 import type { SettledAccounts } from '../store/ledger-repo.ts';
-import type { KeyBudget, Settlement } from '../store/records.ts';
+import type { KeyBudget, Settlement } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 
 /**

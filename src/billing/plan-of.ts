@@ -1,5 +1,5 @@
-import type { PlanConfig, PlanId } from '../config/config.ts';
-import type { AccountRecord } from '../store/records.ts';
+import type { PlanConfig, PlanId } from '../core/config.ts';
+import type { AccountRecord } from '../core/records.ts';
 
 /** The account's plan as configured; an account on a plan the config no longer has is on the Free Trial. */
 export function planOf(plans: ReadonlyMap<PlanId, PlanConfig>, account: AccountRecord): PlanConfig {

@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../config/config.ts';
+import type { ModelConfig } from '../core/config.ts';
 
 /**
  * Cost of a request in integer micro-USD: ceil((prompt × input + completion × output) / 1,000,000) with

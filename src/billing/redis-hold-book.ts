@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RedisScript, type RedisClient } from '../shared/redis-script.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
 import { StoreUnavailableError } from '../store/db.ts';
 import type { LedgerRepo, SettledAccounts } from '../store/ledger-repo.ts';
-import type { KeyBudget, Settlement } from '../store/records.ts';
+import type { KeyBudget, Settlement } from '../core/records.ts';
 import type { SharedHoldBook } from './hold-book.ts';
 import {
   FINISH_SCRIPT,

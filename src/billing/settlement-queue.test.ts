@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, it, mock } from 'node:test';
 import { pino } from 'pino';
 import { migrate } from '../store/migrate.ts';
-import { newAccountRecord, type Settlement } from '../store/records.ts';
+import { newAccountRecord, type Settlement } from '../core/records.ts';
 import { createStore, openDb } from '../store/store.ts';
 import { SettlementQueue } from './settlement-queue.ts';
 import { settlementOf } from './testing.ts';

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { LedgerRepo, SettledAccounts } from '../store/ledger-repo.ts';
 import { type DbCapabilities, StoreUnavailableError } from '../store/db.ts';
-import type { Settlement } from '../store/records.ts';
+import type { Settlement } from '../core/records.ts';
 import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
 
 /**

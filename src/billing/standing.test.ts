@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_PLANS } from '../config/defaults.ts';
-import { effectiveLimits } from '../limits/effective-limits.ts';
+import { effectiveLimits } from './effective-limits.ts';
 import type { Balance } from '../store/ledger-repo.ts';
-import { type AccountRecord, newAccountRecord } from '../store/records.ts';
+import { type AccountRecord, newAccountRecord } from '../core/records.ts';
 import { billingStanding, type StandingConfig } from './standing.ts';
 
 const NOW = Date.parse('2026-11-03T10:00:00Z');

@@ -1,6 +1,6 @@
-import type { Config } from '../config/config.ts';
+import type { Config } from '../core/config.ts';
 import type { Balance } from '../store/ledger-repo.ts';
-import type { AccountRecord } from '../store/records.ts';
+import type { AccountRecord } from '../core/records.ts';
 import { planOf } from './plan-of.ts';
 
 /** Whether an account may spend, and if not, why (a 402's message). */

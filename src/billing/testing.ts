@@ -1,4 +1,4 @@
-import type { Settlement } from '../store/records.ts';
+import type { Settlement } from '../core/records.ts';
 
 /** A settlement for tests of the billing path: one prompt and one completion token at the given cost. */
 export const settlementOf = (

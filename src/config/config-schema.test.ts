@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, parseConfig } from './load-config.ts';
-import { fieldPath } from './schema-primitives.ts';
+import { fieldPath } from '../shared/schema-primitives.ts';
 
 /** The one message start-up would print for this file and environment. */
 function messageOf(yaml: Record<string, unknown>, env: Record<string, string> = {}): string {

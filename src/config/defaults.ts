@@ -4,8 +4,8 @@ import {
   type ParamPolicy,
   type PlanConfig,
   type PlanId,
-} from './config.ts';
-import { MICROS_PER_USD } from '../shared/money.ts';
+} from '../core/config.ts';
+import { MICROS_PER_USD } from '../core/money.ts';
 
 const USD = MICROS_PER_USD;
 

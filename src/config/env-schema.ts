@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { LimiterFailurePolicy } from './config.ts';
-import { oneOf, wholeNumber } from './schema-primitives.ts';
+import type { LimiterFailurePolicy } from '../core/config.ts';
+import { oneOf, wholeNumber } from '../shared/schema-primitives.ts';
 
 /** An environment variable that counts as unset when empty. */
 const optionalValue = z

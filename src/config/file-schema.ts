@@ -10,7 +10,7 @@ import type {
   PlanConfig,
   PlanId,
   ProviderConfig,
-} from './config.ts';
+} from '../core/config.ts';
 import {
   DEFAULT_PARAM_POLICY,
   DEFAULT_PLANS,
@@ -31,7 +31,7 @@ import {
   textList,
   usdAsMicros,
   wholeNumber,
-} from './schema-primitives.ts';
+} from '../shared/schema-primitives.ts';
 
 /** What the YAML file decides: the rest of Config comes from the environment. */
 export type FileConfig = Pick<

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml, YAMLError } from 'yaml';
 import type { z } from 'zod';
-import type { Config } from './config.ts';
+import type { Config } from '../core/config.ts';
 import { ENV_SCHEMA } from './env-schema.ts';
 import { createFileSchema } from './file-schema.ts';
 import { loadSecurityConfig, loadTrustProxy } from './load-security-config.ts';
-import { describeIssue } from './schema-primitives.ts';
+import { describeIssue } from '../shared/schema-primitives.ts';
 
 /** A configuration mistake: start-up stops with this one message, which names the field. */
 export class ConfigError extends Error {

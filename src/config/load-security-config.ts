@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import type { SecurityConfig, TrustProxy } from './config.ts';
-import { describeIssue } from './schema-primitives.ts';
+import type { SecurityConfig, TrustProxy } from '../core/config.ts';
+import { describeIssue } from '../shared/schema-primitives.ts';
 import { weakSecretReason } from './secret-strength.ts';
 
 type Env = Record<string, string | undefined>;

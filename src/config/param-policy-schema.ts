@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { GATEWAY_PARAMS, type ParamPolicy } from './config.ts';
+import { GATEWAY_PARAMS, type ParamPolicy } from '../core/config.ts';
 import { DEFAULT_PARAM_POLICY } from './defaults.ts';
-import { mapping, oneOf, optionalRecord, text, textList } from './schema-primitives.ts';
+import { mapping, oneOf, optionalRecord, text, textList } from '../shared/schema-primitives.ts';
 
 /** Ranges of the spec's sampling fields, for defaults an operator sets. */
 const PARAM_RANGES: Readonly<Record<string, readonly [number, number]>> = {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../shared/ids.ts';
+import type { Clock } from '../core/ids.ts';
 import type { FleetRepo } from '../store/fleet-repo.ts';
 import { SCHEMA_VERSION } from '../store/migrate.ts';
 import { OLDEST_PEER_RELEASE, RELEASE_VERSION } from './release.ts';

@@ -5,13 +5,13 @@ import { costMicros } from '../billing/pricing.ts';
 import type { HoldAsk, HoldBook } from '../billing/hold-book.ts';
 import type { Standing } from '../billing/standing.ts';
 import type { SettlementQueue } from '../billing/settlement-queue.ts';
-import type { Config, ModelConfig } from '../config/config.ts';
-import type { Limiter, LimitSet, RateLimits } from '../limits/limiter.ts';
+import type { Config, ModelConfig } from '../core/config.ts';
+import type { Limiter, LimitSet, RateLimits } from '../core/rate-limits.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { PassThroughStream } from '../providers/provider.ts';
 import type { Router } from '../routing/router.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { Clock } from '../shared/ids.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { Clock } from '../core/ids.ts';
 import type { Balance } from '../store/ledger-repo.ts';
 import {
   type AccountRecord,
@@ -19,7 +19,7 @@ import {
   limitSubjectOf,
   type Settlement,
   type UsageStatus,
-} from '../store/records.ts';
+} from '../core/records.ts';
 import type { ChatPathStore } from '../store/store.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest } from './chat-types.ts';
 import { countPromptTokensYielding, countTextTokens } from './count-tokens.ts';
@@ -27,9 +27,9 @@ import { parseChatRequest } from './parse-chat-request.ts';
 import { type PassChunk, RawChunk, RawText } from './raw-chunk.ts';
 import type { EventBatch, StreamEvent } from './stream-event.ts';
 import type { AnswerFacts, StreamSink } from './stream-sink.ts';
-import { utcDay } from '../shared/time.ts';
+import { utcDay } from '../core/time.ts';
 import { withoutUpstreamJson } from './upstream-json.ts';
-import { formatUsd } from '../shared/money.ts';
+import { formatUsd } from '../core/money.ts';
 import {
   completionFacts,
   chunkFacts,
@@ -86,7 +86,7 @@ export interface ChatGatewayOptions {
   metrics: Metrics;
   clock: Clock;
   logger: Logger;
-  /** The account's limits: its plan's with the operator's overrides (src/limits/effective-limits.ts). */
+  /** The account's limits: its plan's with the operator's overrides (src/billing/effective-limits.ts). */
   limitsOf(account: AccountRecord): LimitSet;
   /** Whether the account may spend; without a balance, the rules no balance changes (src/billing/standing.ts). */
   billingStanding(account: AccountRecord, now: number, balance?: Balance): Standing;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ModelConfig } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import type { ModelConfig } from '../core/config.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import { DEFAULT_TEMPERATURE, MAX_JSON_DEPTH, parseChatRequest } from './parse-chat-request.ts';
 
 const MODEL: ModelConfig = {

@@ -1,6 +1,6 @@
-import { DEFAULT_TEMPERATURE, type ModelConfig } from '../config/config.ts';
+import { DEFAULT_TEMPERATURE, type ModelConfig } from '../core/config.ts';
 import { isObject } from '../core/json.ts';
-import { GatewayError, invalid as invalidParam } from '../shared/gateway-error.ts';
+import { GatewayError, invalid as invalidParam } from '../core/gateway-error.ts';
 import type {
   ChatMessage,
   ChatRequest,

@@ -1,5 +1,5 @@
-import type { RateLimits } from '../limits/limiter.ts';
-import type { GatewayError } from '../shared/gateway-error.ts';
+import type { RateLimits } from '../core/rate-limits.ts';
+import type { GatewayError } from '../core/gateway-error.ts';
 import type { Usage } from './chat-types.ts';
 import type { PassChunk } from './raw-chunk.ts';
 import type { StreamEvent } from './stream-event.ts';

@@ -1,5 +1,5 @@
 import type { AnswerFacts } from '../gateway/stream-sink.ts';
-import { formatUsd } from '../shared/money.ts';
+import { formatUsd } from '../core/money.ts';
 import { rateLimitHeaders } from './rate-limit-headers.ts';
 
 /**

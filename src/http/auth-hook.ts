@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccountsService } from '../accounts/accounts-service.ts';
 import type { SessionsService } from '../accounts/sessions-service.ts';
-import type { Config } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import type { Config } from '../core/config.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import { asUser } from './routes/principal.ts';
 import { isRestrictedKey, managementRefusal } from '../accounts/key-scope.ts';
 import { CSRF_HEADER, SAFE_METHODS, sessionCookie } from './session-cookie.ts';

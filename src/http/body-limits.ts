@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import { countJsonValues } from './count-json-values.ts';
 
 /** What a route's body may hold: bytes, and JSON values (each object, array and item; see countJsonValues). */

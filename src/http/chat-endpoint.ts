@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { requestScope } from '../observability/process-faults.ts';
-import type { Services } from '../services.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import type { Services } from './app-services.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import { HEAVY, runSliced, type Yielded } from '../shared/sliced-work.ts';
 import { bearerToken } from './auth-hook.ts';
 import { createClientAddress } from './client-address.ts';

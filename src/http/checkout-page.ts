@@ -1,5 +1,5 @@
-import type { OrderRecord } from '../store/records.ts';
-import { formatUsd } from '../shared/money.ts';
+import type { OrderRecord } from '../core/records.ts';
+import { formatUsd } from '../core/money.ts';
 
 /** The test checkout page may run only its own script, talk only to this origin, and never be framed. */
 export function checkoutPageHeaders(nonce: string): Record<string, string> {

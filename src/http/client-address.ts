@@ -1,5 +1,5 @@
 import { BlockList, isIP } from 'node:net';
-import type { TrustProxy } from '../config/config.ts';
+import type { TrustProxy } from '../core/config.ts';
 
 /**
  * Resolves a request's client address the way Fastify's `trustProxy` (proxy-addr) does: start from the

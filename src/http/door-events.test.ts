@@ -6,7 +6,7 @@ import type { Admitted } from '../gateway/chat-gateway.ts';
 import type { StreamEvent } from '../gateway/stream-event.ts';
 import type { TextSink } from '../gateway/stream-sink.ts';
 import { chatRequestOf } from '../gateway/testing.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import type { FrontDoor } from './front-door.ts';
 import { messagesDoor } from './messages-door.ts';
 import { responsesDoor } from './responses-door.ts';

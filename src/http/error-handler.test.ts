@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import { StoreUnavailableError } from '../store/db.ts';
 import { errorHeaders, installErrorHandling, isLogged, RouteTable, toGatewayError } from './error-handler.ts';
 

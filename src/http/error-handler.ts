@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { DEFAULT_RETRY_AFTER_MS, GatewayError, mustSayRetryAfter } from '../shared/gateway-error.ts';
+import { DEFAULT_RETRY_AFTER_MS, GatewayError, mustSayRetryAfter } from '../core/gateway-error.ts';
 import { StoreUnavailableError } from '../store/db.ts';
 import { rateLimitHeaders } from './rate-limit-headers.ts';
 

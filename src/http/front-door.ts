@@ -2,9 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import type { Admitted } from '../gateway/chat-gateway.ts';
 import type { ChatCompletion } from '../gateway/chat-types.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { Services } from '../services.ts';
-import type { AccountRecord, ApiKeyRecord } from '../store/records.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { Services } from './app-services.ts';
+import type { AccountRecord, ApiKeyRecord } from '../core/records.ts';
 
 /**
  * A client protocol: how its requests become the canonical chat request and how the canonical answer and stream

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Config } from '../config/config.ts';
+import type { Config } from '../core/config.ts';
 
 /**
  * Where links handed out start (mail, checkout pages, the status feed): PUBLIC_URL, else the address this

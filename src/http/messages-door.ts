@@ -4,7 +4,7 @@ import type { ChatCompletion, FinishReason, Usage } from '../gateway/chat-types.
 import type { ToolEvent } from '../gateway/stream-event.ts';
 import type { StreamSink, TextSink } from '../gateway/stream-sink.ts';
 import { isObject } from '../core/json.ts';
-import { GatewayError, invalid } from '../shared/gateway-error.ts';
+import { GatewayError, invalid } from '../core/gateway-error.ts';
 import { answerHeaders } from './answer-headers.ts';
 import { createDoorSink } from './door-sink.ts';
 import { bearerToken } from './auth-hook.ts';

@@ -1,5 +1,5 @@
-import type { Config, PlanId } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import type { Config, PlanId } from '../core/config.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import type { AccountQuery, AccountSort } from '../store/admin-accounts-repo.ts';
 
 /** The accounts list's query string (already checked by its schema) as a query; an unknown plan is a 400. */

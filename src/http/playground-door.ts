@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
-import type { AccountRecord, ApiKeyRecord } from '../store/records.ts';
-import type { Services } from '../services.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import type { AccountRecord, ApiKeyRecord } from '../core/records.ts';
+import type { Services } from './app-services.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import { CSRF_HEADER, sessionCookieName } from './session-cookie.ts';
 
 /** The dashboard playground's chat route: the session's cookie and CSRF token stand in for an API key. */

@@ -1,7 +1,7 @@
 import type { StatusDocument } from '../operators/status-snapshot.ts';
 import type { Announcement } from '../store/announcements-repo.ts';
 import type { AuditEntry } from '../store/audit-repo.ts';
-import type { AccountRecord } from '../store/records.ts';
+import type { AccountRecord } from '../core/records.ts';
 import { iso, presentAccount, usd } from './present.ts';
 
 /** An account as operators see it; `balanceMicros` (credit minus debt) where the route read it. */

@@ -1,8 +1,8 @@
 import { presentKeyControls } from '../accounts/key-controls.ts';
-import type { PlanConfig, ModelConfig } from '../config/config.ts';
+import type { PlanConfig, ModelConfig } from '../core/config.ts';
 import type { Balance } from '../store/ledger-repo.ts';
-import type { AccountRecord, ApiKeyRecord, CreditGrant, WebhookDelivery } from '../store/records.ts';
-import { microsToUsd } from '../shared/money.ts';
+import type { AccountRecord, ApiKeyRecord, CreditGrant, WebhookDelivery } from '../core/records.ts';
+import { microsToUsd } from '../core/money.ts';
 
 /** Integer micro-USD as a USD number for JSON (display only; the ledger never holds floats). */
 export const usd = microsToUsd;

@@ -1,4 +1,4 @@
-import type { LimitState, RateLimits } from '../limits/limiter.ts';
+import type { LimitState, RateLimits } from '../core/rate-limits.ts';
 
 /**
  * A duration as OpenAI writes `x-ratelimit-reset-*` (Go's duration format): `20ms`, `1.5s`, `6s`, `1m0s`,
@@ -19,7 +19,11 @@ export function formatReset(ms: number): string {
 }
 
 // The names as constants: built per answer, they would be new strings for Node to check and join each time.
-const REQUESTS = ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'];
+const REQUESTS = [
+  'x-ratelimit-limit-requests',
+  'x-ratelimit-remaining-requests',
+  'x-ratelimit-reset-requests',
+];
 const TOKENS = ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'];
 
 function add(headers: Record<string, string>, names: readonly string[], state: LimitState | undefined): void {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 
 /**
  * Whether a string is text every store keeps as given: PostgreSQL refuses a NUL in text (the query fails), and

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../config/config.ts';
+import type { Config } from '../core/config.ts';
 import type { SessionRecord } from '../store/sessions-repo.ts';
-import type { AccountRecord } from '../store/records.ts';
+import type { AccountRecord } from '../core/records.ts';
 
 /** Methods that change nothing: every other method sent with the session cookie must carry the CSRF token. */
 export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { StatusDocument } from '../operators/status-snapshot.ts';
 import type { Announcement } from '../store/announcements-repo.ts';
-import { utcDay } from '../shared/time.ts';
+import { utcDay } from '../core/time.ts';
 
 // The dashboard's palette (web/src/styles.css); no script, and the one style block is allowed by its hash.
 const STYLE = `:root{--ink:#1b1f24;--muted:#4b5563;--line:#d5d9e0;--bg:#f5f6f8;--card:#fff;--accent:#1d4ed8;--danger:#b42318;--ok:#05603a;--warn:#b54708;font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:var(--ink);background:var(--bg);line-height:1.45}

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Clock } from '../shared/ids.ts';
+import type { Clock } from '../core/ids.ts';
 import type { Store } from '../store/store.ts';
 import { StoreUnavailableError } from '../store/db.ts';
-import { DAY_MS } from '../shared/time.ts';
+import { DAY_MS } from '../core/time.ts';
 import { RetryEpisode, type RetryReport } from '../shared/retry-episode.ts';
 
 export interface Job {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { LimitSet } from './limiter.ts';
-import { msUntilUtcMidnight, utcDayNumber, WINDOW_MS } from './limiter.ts';
+import type { LimitSet } from '../core/rate-limits.ts';
+import { msUntilUtcMidnight, utcDayNumber, WINDOW_MS } from '../core/rate-limits.ts';
 import { MemoryLimiter } from './memory-limiter.ts';
 
 const T0 = Date.parse('2026-11-03T10:00:00Z');

@@ -6,7 +6,7 @@ import {
   limitState,
   msUntilUtcMidnight,
   utcDayNumber,
-} from './limiter.ts';
+} from '../core/rate-limits.ts';
 
 interface TokenEntry {
   at: number;

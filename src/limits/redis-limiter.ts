@@ -7,7 +7,7 @@ import {
   limitState,
   msUntilUtcMidnight,
   utcDayNumber,
-} from './limiter.ts';
+} from '../core/rate-limits.ts';
 import { type RedisClient, RedisScript } from '../shared/redis-script.ts';
 import { ADMIT_SCRIPT, RECONCILE_SCRIPT, RELEASE_SCRIPT } from './redis-scripts.ts';
 

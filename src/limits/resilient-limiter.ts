@@ -1,6 +1,6 @@
 import { ReplyError } from 'ioredis';
 import type { Logger } from 'pino';
-import type { LimiterFailurePolicy } from '../config/config.ts';
+import type { LimiterFailurePolicy } from '../core/config.ts';
 import {
   type Admission,
   type AdmissionRequest,
@@ -8,7 +8,7 @@ import {
   type LimiterFailure,
   type SharedLimiter,
   utcDayNumber,
-} from './limiter.ts';
+} from '../core/rate-limits.ts';
 import { MemoryLimiter } from './memory-limiter.ts';
 import type { RedisLimiter } from './redis-limiter.ts';
 

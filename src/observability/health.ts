@@ -1,7 +1,7 @@
 import type { SettlementQueue } from '../billing/settlement-queue.ts';
-import type { Limiter } from '../limits/limiter.ts';
+import type { Limiter } from '../core/rate-limits.ts';
 import type { Router } from '../routing/router.ts';
-import type { Clock } from '../shared/ids.ts';
+import type { Clock } from '../core/ids.ts';
 import type { Store } from '../store/store.ts';
 import { RELEASE_VERSION } from '../fleet/release.ts';
 

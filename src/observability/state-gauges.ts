@@ -1,8 +1,8 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SettlementQueue } from '../billing/settlement-queue.ts';
-import type { Limiter } from '../limits/limiter.ts';
+import type { Limiter } from '../core/rate-limits.ts';
 import type { Router } from '../routing/router.ts';
-import type { Settlement } from '../store/records.ts';
+import type { Settlement } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import { CountedHistogram, type HistogramSeries } from './counted-histogram.ts';
 

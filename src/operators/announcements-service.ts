@@ -1,9 +1,9 @@
-import type { Config } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import { type Clock, newId } from '../shared/ids.ts';
+import type { Config } from '../core/config.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { type Clock, newId } from '../core/ids.ts';
 import type { Announcement, Severity } from '../store/announcements-repo.ts';
 import type { Store } from '../store/store.ts';
-import { DAY_MS, utcDay } from '../shared/time.ts';
+import { DAY_MS, utcDay } from '../core/time.ts';
 
 /** The spec's notice period for a breaking change, in whole UTC days. */
 export const BREAKING_NOTICE_DAYS = 90;

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Mailer } from '../accounts/mailer.ts';
 import type { Job } from '../jobs/scheduler.ts';
-import type { Clock } from '../shared/ids.ts';
+import type { Clock } from '../core/ids.ts';
 import type { Store } from '../store/store.ts';
 
 const BATCH = 50;

@@ -2,8 +2,8 @@ import type { AccountsService } from '../accounts/accounts-service.ts';
 import { createSecret } from '../accounts/api-key-secret.ts';
 import type { KeyCache } from '../accounts/key-cache.ts';
 import type { Bus } from '../shared/bus.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { Clock } from '../shared/ids.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { Clock } from '../core/ids.ts';
 import type { AccountQuery } from '../store/admin-accounts-repo.ts';
 import { utcDay } from '../store/ledger-repo.ts';
 import type {
@@ -12,10 +12,10 @@ import type {
   CreditGrant,
   OrderRecord,
   WebhookDelivery,
-} from '../store/records.ts';
+} from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import type { UsageRow } from '../store/usage-repo.ts';
-import { DAY_MS } from '../shared/time.ts';
+import { DAY_MS } from '../core/time.ts';
 
 const EMAIL_TOKEN_TTL_MS = 2 * DAY_MS;
 

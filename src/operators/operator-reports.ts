@@ -1,7 +1,7 @@
 import type { DeploymentStats, Router } from '../routing/router.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { Clock } from '../shared/ids.ts';
-import { DAY_MS, utcDay } from '../shared/time.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { Clock } from '../core/ids.ts';
+import { DAY_MS, utcDay } from '../core/time.ts';
 import type { DayTotals, ExportedUsage, FailingEndpoint } from '../store/admin-reports-repo.ts';
 import type { Store } from '../store/store.ts';
 import type { WebhooksService } from '../webhooks/webhooks-service.ts';

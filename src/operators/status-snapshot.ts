@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import type { Job } from '../jobs/scheduler.ts';
 import type { Router } from '../routing/router.ts';
-import type { Clock } from '../shared/ids.ts';
+import type { Clock } from '../core/ids.ts';
 import type { Announcement } from '../store/announcements-repo.ts';
 import type { ModelState } from '../store/health-samples-repo.ts';
 import type { Store } from '../store/store.ts';
 import { deriveModelStates } from './model-state.ts';
-import { DAY_MS, MINUTE_MS, utcDay } from '../shared/time.ts';
+import { DAY_MS, MINUTE_MS, utcDay } from '../core/time.ts';
 
 /** Health samples are kept, and availability shown, for this many days. */
 export const HEALTH_HISTORY_DAYS = 90;

@@ -1,5 +1,5 @@
-import type { OrderRecord } from '../store/records.ts';
-import { microsToUsd } from '../shared/money.ts';
+import type { OrderRecord } from '../core/records.ts';
+import { microsToUsd } from '../core/money.ts';
 
 /** The body of a payment webhook, as the spec's Events table lists its fields. */
 export type PaymentEvent =

@@ -1,4 +1,4 @@
-import type { AccountRecord, OrderRecord } from '../store/records.ts';
+import type { AccountRecord, OrderRecord } from '../core/records.ts';
 
 export interface CheckoutSession {
   /** Where the customer pays. */

@@ -2,17 +2,17 @@ import type Stripe from 'stripe';
 import type { Logger } from 'pino';
 import { applyPlan } from '../billing/apply-plan.ts';
 import { grantCredit } from '../billing/grant-credit.ts';
-import type { Config, PlanId } from '../config/config.ts';
+import type { Config, PlanId } from '../core/config.ts';
 import type { Bus } from '../shared/bus.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import { type Clock, newId } from '../shared/ids.ts';
-import type { AccountRecord, OrderRecord } from '../store/records.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { type Clock, newId } from '../core/ids.ts';
+import type { AccountRecord, OrderRecord } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import { queueEvent } from '../webhooks/queue-event.ts';
 import { paymentEvent } from './payment-event.ts';
 import type { PaymentProvider } from './payment-provider.ts';
-import { centsToMicros, formatUsd, microsToCents } from '../shared/money.ts';
-import { DAY_MS } from '../shared/time.ts';
+import { centsToMicros, formatUsd, microsToCents } from '../core/money.ts';
+import { DAY_MS } from '../core/time.ts';
 
 export const FAILURE_REASONS = [
   'card_declined',

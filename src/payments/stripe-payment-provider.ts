@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type Stripe from 'stripe';
 import type { PaymentProvider } from './payment-provider.ts';
-import { microsToCents } from '../shared/money.ts';
+import { microsToCents } from '../core/money.ts';
 
 // Loaded only when Stripe is configured: the package is the largest Tollgate has (about 18 MB resident).
 const load = (): typeof Stripe => createRequire(import.meta.url)('stripe') as typeof Stripe;

@@ -1,4 +1,4 @@
-import type { ProviderConfig, TimeoutsConfig } from '../config/config.ts';
+import type { ProviderConfig, TimeoutsConfig } from '../core/config.ts';
 import type { Provider } from './provider.ts';
 import { providerPlugin } from './registry.ts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { mapping, optionalRecord, text } from '../config/schema-primitives.ts';
+import { mapping, optionalRecord, text } from '../shared/schema-primitives.ts';
 import type { Env, ProviderSettings } from './provider-plugin.ts';
 
 /** HTTP upstreams take no options beyond where they are, their key and extra headers. */

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ProviderConfig, TimeoutsConfig } from '../config/config.ts';
+import type { ProviderConfig, TimeoutsConfig } from '../core/config.ts';
 import type { Provider } from './provider.ts';
 
 /** The environment: where the secrets a configuration names (`api_key_env`) are read. */

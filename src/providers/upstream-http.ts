@@ -1,5 +1,5 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
-import type { TimeoutsConfig } from '../config/config.ts';
+import type { TimeoutsConfig } from '../core/config.ts';
 import type { PassChunk } from '../gateway/raw-chunk.ts';
 import { type PassThroughHandler, type PassThroughStream, ProviderError, statusError } from './provider.ts';
 import { parseSse, SseByteScanner, type SseEvent } from './sse.ts';

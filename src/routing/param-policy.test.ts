@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ParamPolicy } from '../config/config.ts';
+import type { ParamPolicy } from '../core/config.ts';
 import { DEFAULT_PARAM_POLICY } from '../config/defaults.ts';
 import type { ChatRequest } from '../gateway/chat-types.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import { applyParamPolicy } from './param-policy.ts';
 
 const requestWith = (fields: Record<string, unknown>): ChatRequest => {

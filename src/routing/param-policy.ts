@@ -1,6 +1,6 @@
-import { GATEWAY_PARAMS, type ParamPolicy } from '../config/config.ts';
+import { GATEWAY_PARAMS, type ParamPolicy } from '../core/config.ts';
 import type { ChatRequest } from '../gateway/chat-types.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 
 const GATEWAY_OWN: ReadonlySet<string> = new Set(GATEWAY_PARAMS);
 

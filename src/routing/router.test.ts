@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DeploymentConfig, ModelConfig, ParamPolicy, RoutingConfig } from '../config/config.ts';
+import type { DeploymentConfig, ModelConfig, ParamPolicy, RoutingConfig } from '../core/config.ts';
 import { DEFAULT_PARAM_POLICY } from '../config/defaults.ts';
 import type { ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
 import type { EventBatch } from '../gateway/stream-event.ts';
 import { chatRequestOf } from '../gateway/testing.ts';
 import { type Provider, type ProviderCall, ProviderError } from '../providers/provider.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import { createSimulatorProvider } from '../providers/simulator/simulator-provider.ts';
 import { Router } from './router.ts';
 

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DeploymentConfig, ModelConfig, RoutingConfig } from '../config/config.ts';
+import type { DeploymentConfig, ModelConfig, RoutingConfig } from '../core/config.ts';
 import type { ChatCompletion, ChatRequest } from '../gateway/chat-types.ts';
 import type { EventBatch } from '../gateway/stream-event.ts';
 import { type PassThroughStream, type Provider, ProviderError } from '../providers/provider.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { Clock } from '../shared/ids.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { Clock } from '../core/ids.ts';
 import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
 import { DeploymentWindow, type WindowCounts, type WindowSnapshot } from './deployment-window.ts';
 import { sanitizeUpstreamMessage } from './sanitize-upstream-message.ts';

@@ -1,4 +1,4 @@
-import type { PlanId } from '../config/config.ts';
+import type { PlanId } from '../core/config.ts';
 import type { Db } from './db.ts';
 import type {
   AccountRecord,
@@ -7,7 +7,7 @@ import type {
   ApiKeyRecord,
   KeyControls,
   LimitPeriod,
-} from './records.ts';
+} from '../core/records.ts';
 
 export interface AccountRow {
   id: string;

@@ -1,7 +1,7 @@
-import type { PlanId } from '../config/config.ts';
+import type { PlanId } from '../core/config.ts';
 import { type AccountRow, toAccount } from './accounts-repo.ts';
 import type { Db, SqlParam } from './db.ts';
-import type { AccountRecord, AccountRole, AccountStatus, CreditGrant, GrantKind } from './records.ts';
+import type { AccountRecord, AccountRole, AccountStatus, CreditGrant, GrantKind } from '../core/records.ts';
 
 export type AccountSort = 'created_at' | 'email' | 'last_active_at';
 

@@ -1,5 +1,5 @@
 import type { Db } from './db.ts';
-import type { KeyBudget } from './records.ts';
+import type { KeyBudget } from '../core/records.ts';
 
 export interface KeyRoomRow {
   spent: number | string | null;

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Db } from './db.ts';
-import { newAccountRecord, type Settlement } from './records.ts';
+import { newAccountRecord, type Settlement } from '../core/records.ts';
 import { createStore } from './store.ts';
 import { LedgerRepo, utcDay } from './ledger-repo.ts';
 

@@ -1,7 +1,7 @@
 import type { Db, SqlParam } from './db.ts';
 import { keyHasRoom } from './key-spend.ts';
-import type { CreditGrant, GrantKind, KeyBudget, Settlement } from './records.ts';
-import { utcDay } from '../shared/time.ts';
+import type { CreditGrant, GrantKind, KeyBudget, Settlement } from '../core/records.ts';
+import { utcDay } from '../core/time.ts';
 
 interface GrantRow {
   id: string;
@@ -86,7 +86,7 @@ export function toBalance(row: BalanceRow | undefined): Balance {
   };
 }
 
-/** The UTC day lives in src/shared/time.ts; exported here too for the ledger's callers and tests. */
+/** The UTC day lives in src/core/time.ts; exported here too for the ledger's callers and tests. */
 export { utcDay };
 
 /** Credit grants, holds and settlement: the money. Every method keeps credit − held − debt consistent. */

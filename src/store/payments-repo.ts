@@ -1,6 +1,6 @@
-import type { PlanId } from '../config/config.ts';
+import type { PlanId } from '../core/config.ts';
 import type { Db } from './db.ts';
-import type { OrderRecord } from './records.ts';
+import type { OrderRecord } from '../core/records.ts';
 
 interface OrderRow {
   id: string;

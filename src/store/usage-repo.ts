@@ -1,5 +1,5 @@
 import type { Db } from './db.ts';
-import { DAY_MS } from '../shared/time.ts';
+import { DAY_MS } from '../core/time.ts';
 
 export type UsageGroup = 'day' | 'model' | 'key';
 

@@ -1,6 +1,6 @@
 import { createSecretBox, type SecretBox } from '../shared/secret-box.ts';
 import type { Db } from './db.ts';
-import type { WebhookDelivery, WebhookEndpoint, WebhookEvent } from './records.ts';
+import type { WebhookDelivery, WebhookEndpoint, WebhookEvent } from '../core/records.ts';
 
 interface EventRow {
   id: string;

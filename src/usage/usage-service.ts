@@ -1,7 +1,7 @@
-import type { Config } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import type { Clock } from '../shared/ids.ts';
-import { DAY_MS, utcDay } from '../shared/time.ts';
+import type { Config } from '../core/config.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import type { Clock } from '../core/ids.ts';
+import { DAY_MS, utcDay } from '../core/time.ts';
 import type { Store } from '../store/store.ts';
 import type { DayModelRow, RecentRequest, StatsCounts, UsageGroup, UsageRow } from '../store/usage-repo.ts';
 

@@ -1,4 +1,4 @@
-import { newId } from '../shared/ids.ts';
+import { newId } from '../core/ids.ts';
 import type { WebhooksRepo } from '../store/webhooks-repo.ts';
 
 /**

@@ -1,6 +1,6 @@
-import type { Limiter } from '../limits/limiter.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import { type Clock, newId } from '../shared/ids.ts';
+import type { Limiter } from '../core/rate-limits.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { type Clock, newId } from '../core/ids.ts';
 
 /** Deliveries an account may ask for by hand, per minute: test events, and redeliveries. */
 export const TEST_EVENTS_PER_MINUTE = 5;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 import { checkWebhookUrl, createGuardedLookup, isPublicAddress, type Resolve } from './url-guard.ts';
 
 /** The refusal's message, after asserting it is a 400 that names `url`. */

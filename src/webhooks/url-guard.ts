@@ -1,6 +1,6 @@
 import { promises as dns } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
-import { GatewayError } from '../shared/gateway-error.ts';
+import { GatewayError } from '../core/gateway-error.ts';
 
 /** A host name's addresses, as `dns.lookup` with `all` gives them; injected where a test plays DNS. */
 export type Resolve = (host: string) => Promise<{ address: string; family: number }[]>;

@@ -1,8 +1,8 @@
 import { Agent, request } from 'undici';
 import type { Logger } from 'pino';
-import type { Clock } from '../shared/ids.ts';
-import { newId } from '../shared/ids.ts';
-import type { WebhookEvent } from '../store/records.ts';
+import type { Clock } from '../core/ids.ts';
+import { newId } from '../core/ids.ts';
+import type { WebhookEvent } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import { DEFAULT_RETRY_DELAYS_MS, nextAttemptAt } from './retry-schedule.ts';
 import { signPayload, signStandard } from './sign-payload.ts';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../config/config.ts';
-import { GatewayError } from '../shared/gateway-error.ts';
-import { type Clock, newId } from '../shared/ids.ts';
-import type { WebhookDelivery, WebhookEndpoint } from '../store/records.ts';
+import type { Config } from '../core/config.ts';
+import { GatewayError } from '../core/gateway-error.ts';
+import { type Clock, newId } from '../core/ids.ts';
+import type { WebhookDelivery, WebhookEndpoint } from '../core/records.ts';
 import type { Store } from '../store/store.ts';
 import type { WebhookEventSummary } from '../store/webhooks-repo.ts';
 import { queueEvent } from './queue-event.ts';

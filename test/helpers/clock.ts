@@ -1,4 +1,4 @@
-import type { Clock } from '../../src/shared/ids.ts';
+import type { Clock } from '../../src/core/ids.ts';
 
 /** A clock a test moves by hand. */
 export interface TestClock {

@@ -4,9 +4,9 @@ import { pino } from 'pino';
 import type { Mail, Mailer } from '../../src/accounts/mailer.ts';
 import { createApp } from '../../src/app.ts';
 import { parseConfig } from '../../src/config/load-config.ts';
-import type { Config, PlanId } from '../../src/config/config.ts';
-import { createServices, type Services, type ServicesOptions } from '../../src/services.ts';
-import type { Clock } from '../../src/shared/ids.ts';
+import type { Config, PlanId } from '../../src/core/config.ts';
+import { createServices, type Services, type ServicesOptions } from '../../src/composition/services.ts';
+import type { Clock } from '../../src/core/ids.ts';
 import { createStore } from '../../src/store/store.ts';
 import type { OpenedBackend } from './backends.ts';
 

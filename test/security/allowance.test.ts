@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { canonicalMailbox } from '../../src/accounts/mailbox.ts';
 import { ConfigError, parseConfig } from '../../src/config/load-config.ts';
-import { createServices } from '../../src/services.ts';
+import { createServices } from '../../src/composition/services.ts';
 import { createStore } from '../../src/store/store.ts';
 import { BACKENDS, type OpenedBackend } from '../helpers/backends.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from '../helpers/server.ts';

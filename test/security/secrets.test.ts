@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../src/observability/create-logger.ts';
 import { ProviderError } from '../../src/providers/provider.ts';
-import { GatewayError } from '../../src/shared/gateway-error.ts';
+import { GatewayError } from '../../src/core/gateway-error.ts';
 import { createSecretBox } from '../../src/shared/secret-box.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { createStore, openDb } from '../../src/store/store.ts';

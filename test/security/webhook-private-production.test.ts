@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { parseConfig } from '../../src/config/load-config.ts';
-import { createServices } from '../../src/services.ts';
+import { createServices } from '../../src/composition/services.ts';
 import { createStore } from '../../src/store/store.ts';
 import { BACKENDS } from '../helpers/backends.ts';
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import type { Config } from '../../config/config.ts';
+import type { Config } from '../../core/config.ts';
 import { CliError } from '../cli-error.ts';
-import { microsToUsd } from '../../shared/money.ts';
+import { microsToUsd } from '../../core/money.ts';
 import { createOutput } from '../output.ts';
 
 /** `tollgate config check <file>`: the project's own loader validates the file with this environment. */

@@ -7,7 +7,7 @@ import { type Command, Option } from 'commander';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commandContext, resolveAccountId } from '../context.ts';
 import { isBareDate, parseDateOrInstant } from '../parse-arguments.ts';
-import { DAY_MS } from '../../shared/time.ts';
+import { DAY_MS } from '../../core/time.ts';
 
 interface ExportOptions {
   from: string;

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Services } from '../../services.ts';
+import type { Services } from '../app-services.ts';
 import { presentAccount, presentBalance } from '../present.ts';
 import { userOf } from './principal.ts';
 

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { PlanId } from '../../config/config.ts';
-import type { Services } from '../../services.ts';
+import type { PlanId } from '../../core/config.ts';
+import type { Services } from '../app-services.ts';
 import { iso, usd } from '../present.ts';
-import { usdToMicros } from '../../shared/money.ts';
+import { usdToMicros } from '../../core/money.ts';
 import { parseAccountQuery } from '../parse-account-query.ts';
 import { presentAdminAccount } from '../present-operator.ts';
 import { PAGE_QUERY, suspensionReason } from './operator-routes.ts';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { AnnouncementInput } from '../../operators/announcements-service.ts';
-import type { Services } from '../../services.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
+import type { Services } from '../app-services.ts';
+import { GatewayError } from '../../core/gateway-error.ts';
 import { actorOf, noteAudit } from '../operator-audit.ts';
 import { presentAnnouncement } from '../present-operator.ts';
 import { linkOrigin } from '../link-origin.ts';

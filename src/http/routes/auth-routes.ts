@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Services } from '../../services.ts';
+import type { Services } from '../app-services.ts';
 import { presentAccount } from '../present.ts';
 
 const registerSchema = {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { FAILURE_REASONS, type FailureReason } from '../../payments/payments-service.ts';
-import type { Services } from '../../services.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
-import type { OrderRecord } from '../../store/records.ts';
+import type { Services } from '../app-services.ts';
+import { GatewayError } from '../../core/gateway-error.ts';
+import type { OrderRecord } from '../../core/records.ts';
 import { checkoutPage, checkoutPageHeaders } from '../checkout-page.ts';
 import { iso, usd } from '../present.ts';
 import { listenOrigin } from '../link-origin.ts';

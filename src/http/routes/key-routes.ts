@@ -1,13 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { isCidr, type KeyChange } from '../../accounts/accounts-service.ts';
 import { LIMIT_PERIODS } from '../../accounts/key-controls.ts';
-import type { Config } from '../../config/config.ts';
-import { NO_KEY_CONTROLS, type KeyControls, type LimitPeriod } from '../../store/records.ts';
-import type { Services } from '../../services.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
+import type { Config } from '../../core/config.ts';
+import { NO_KEY_CONTROLS, type KeyControls, type LimitPeriod } from '../../core/records.ts';
+import type { Services } from '../app-services.ts';
+import { GatewayError } from '../../core/gateway-error.ts';
 import { iso, presentKey, usd } from '../present.ts';
 import { userOf } from './principal.ts';
-import { usdToMicros } from '../../shared/money.ts';
+import { usdToMicros } from '../../core/money.ts';
 
 /** Per-key controls as a client sends them (create and change). */
 const controlProperties = {

@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
-import type { Services } from '../../services.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
-import { DAY_MS } from '../../shared/time.ts';
+import type { Services } from '../app-services.ts';
+import { GatewayError } from '../../core/gateway-error.ts';
+import { DAY_MS } from '../../core/time.ts';
 import type { ExportedUsage } from '../../operators/operator-reports.ts';
 import { noteAudit } from '../operator-audit.ts';
 import { iso, usd } from '../present.ts';

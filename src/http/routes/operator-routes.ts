@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Services } from '../../services.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
+import type { Services } from '../app-services.ts';
+import { GatewayError } from '../../core/gateway-error.ts';
 import { actorOf, noteAudit } from '../operator-audit.ts';
 import { linkOrigin } from '../link-origin.ts';
 import { presentAdminAccount, presentAuditEntry } from '../present-operator.ts';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { presentKeyControls } from '../../accounts/key-controls.ts';
-import type { Services } from '../../services.ts';
+import type { Services } from '../app-services.ts';
 import { iso, usd } from '../present.ts';
 import { asUser } from './principal.ts';
 

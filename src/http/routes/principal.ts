@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../../accounts/accounts-service.ts';
-import type { AccountRecord, ApiKeyRecord } from '../../store/records.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
+import type { AccountRecord, ApiKeyRecord } from '../../core/records.ts';
+import { GatewayError } from '../../core/gateway-error.ts';
 import type { SessionUser } from '../session-cookie.ts';
 
 /** The principal as a user key and its account; 403 for the admin key or none. */

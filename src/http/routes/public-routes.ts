@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Principal } from '../../accounts/accounts-service.ts';
-import type { Services } from '../../services.ts';
+import type { Services } from '../app-services.ts';
 import { StoreUnavailableError } from '../../store/db.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
+import { GatewayError } from '../../core/gateway-error.ts';
 import { bearerToken } from '../auth-hook.ts';
 import { presentModel, presentPlan } from '../present.ts';
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { Services } from '../../services.ts';
-import { GatewayError } from '../../shared/gateway-error.ts';
+import type { Services } from '../app-services.ts';
+import { GatewayError } from '../../core/gateway-error.ts';
 import { iso, presentAccount } from '../present.ts';
 import { clearSessionCookie, ownOrigin, sessionCookie, setSessionCookie } from '../session-cookie.ts';
 import { sessionOf, userOf } from './principal.ts';

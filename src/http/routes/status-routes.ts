@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { Services } from '../../services.ts';
+import type { Services } from '../app-services.ts';
 import { presentStatus } from '../present-operator.ts';
 import { renderAtomFeed } from '../status-feed.ts';
 import { linkOrigin } from '../link-origin.ts';

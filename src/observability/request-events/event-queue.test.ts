@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { EventQueue } from './event-queue.ts';
 import { createRequestEvents } from './request-events.ts';
-import type { Settlement } from '../../store/records.ts';
+import type { Settlement } from '../../core/records.ts';
 
 const quiet = { batchSize: 2, maxQueue: 3, intervalMs: 5, maxAttempts: 3, retryDelayMs: () => 1 };
 

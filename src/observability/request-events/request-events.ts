@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Settlement } from '../../store/records.ts';
+import type { Settlement } from '../../core/records.ts';
 import { EventQueue } from './event-queue.ts';
 import { type EventSettings, eventSettings } from './event-settings.ts';
 

@@ -1,4 +1,4 @@
-import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
+import type { ProviderConfig, TimeoutsConfig } from '../../core/config.ts';
 import type { EventBatch } from '../../gateway/stream-event.ts';
 import { type EventDecoder, readEventBatches } from '../event-batches.ts';
 import { callHeaders, type Provider, ProviderError } from '../provider.ts';

@@ -1,4 +1,4 @@
-import type { ProviderConfig, TimeoutsConfig } from '../../config/config.ts';
+import type { ProviderConfig, TimeoutsConfig } from '../../core/config.ts';
 import type { ChatChunk, ChatCompletion } from '../../gateway/chat-types.ts';
 import { callHeaders, type Provider, type ProviderCall, ProviderError } from '../provider.ts';
 import { ChunkScanner } from './scan-chunk.ts';

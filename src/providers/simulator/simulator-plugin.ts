@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { mapping, wholeNumber } from '../../config/schema-primitives.ts';
+import { mapping, wholeNumber } from '../../shared/schema-primitives.ts';
 import type { ProviderPlugin, ProviderSettings } from '../provider-plugin.ts';
 import { createSimulatorProvider } from './simulator-provider.ts';
 

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import type { ProviderConfig, ProviderType } from '../config/config.ts';
-import type { ChatRequest } from '../gateway/chat-types.ts';
-import { createProvider } from './create-provider.ts';
-import { ProviderError } from './provider.ts';
+import type { ProviderConfig, ProviderType } from '../src/core/config.ts';
+import type { ChatRequest } from '../src/gateway/chat-types.ts';
+import { createProvider } from '../src/providers/create-provider.ts';
+import { ProviderError } from '../src/providers/provider.ts';
 
 /** A first well-formed event of each protocol, then a broken one. */
 const FIRST_EVENT: Record<string, string> = {

@@ -1,4 +1,4 @@
-import { DAY_MS } from '../shared/time.ts';
+import { DAY_MS } from './time.ts';
 
 /** A limit of null is unlimited. */
 export interface LimitSet {

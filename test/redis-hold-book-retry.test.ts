@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
-import type { RedisClient } from '../shared/redis-script.ts';
-import type { LedgerRepo } from '../store/ledger-repo.ts';
-import type { Settlement } from '../store/records.ts';
-import { RedisHoldBook } from './redis-hold-book.ts';
+import type { RedisClient } from '../src/shared/redis-script.ts';
+import type { LedgerRepo } from '../src/store/ledger-repo.ts';
+import type { Settlement } from '../src/core/records.ts';
+import { RedisHoldBook } from '../src/billing/redis-hold-book.ts';
 
 /**
  * A Redis that answers every command but fails every script with the error a settle script gave in a mixed

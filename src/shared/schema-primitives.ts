@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { usdToMicros } from '../shared/money.ts';
+import { usdToMicros } from '../core/money.ts';
 
 /**
  * The building blocks of the configuration's schemas (zod, docs/decisions.md), each with the one message an

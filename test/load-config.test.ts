@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { DEFAULT_PARAM_POLICY } from './defaults.ts';
-import { ConfigError, loadConfig, parseConfig } from './load-config.ts';
+import { DEFAULT_PARAM_POLICY } from '../src/config/defaults.ts';
+import { ConfigError, loadConfig, parseConfig } from '../src/config/load-config.ts';
 
 const fails = (yaml: Record<string, unknown>, field: RegExp, env: Record<string, string> = {}): void => {
   assert.throws(
@@ -161,7 +161,7 @@ describe('configuration', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
     const file = join(dir, 'bad.yaml');
     writeFileSync(file, 'models:\n  model-b:\n    deployments: [{ provider: ghost, model: m }]\n');
-    const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+    const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
     const result = spawnSync(process.execPath, [main], {
       env: { ...process.env, TOLLGATE_CONFIG: file, DATABASE_URL: `sqlite:${join(dir, 't.db')}` },
       encoding: 'utf8',

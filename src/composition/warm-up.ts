@@ -2,11 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { Config } from '../config/config.ts';
+import type { Config } from '../core/config.ts';
 import { countPromptTokens } from '../gateway/count-tokens.ts';
 import { parseChatRequest } from '../gateway/parse-chat-request.ts';
-import { type Limiter, sharedLimiterOf } from '../limits/limiter.ts';
-import { utcDay } from '../shared/time.ts';
+import { type Limiter, sharedLimiterOf } from '../core/rate-limits.ts';
+import { utcDay } from '../core/time.ts';
 import type { Store } from '../store/store.ts';
 
 /** Connections opened before the instance says it is ready: a burst of first requests finds them open. */

@@ -3,10 +3,10 @@ import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { RawChunk, type PassChunk } from '../gateway/raw-chunk.ts';
-import { scanChunk } from './openai/scan-chunk.ts';
-import { type PassThroughStream, ProviderError } from './provider.ts';
-import { createUpstreamClient, DONE, type UpstreamClient } from './upstream-http.ts';
+import { RawChunk, type PassChunk } from '../src/gateway/raw-chunk.ts';
+import { scanChunk } from '../src/providers/openai/scan-chunk.ts';
+import { type PassThroughStream, ProviderError } from '../src/providers/provider.ts';
+import { createUpstreamClient, DONE, type UpstreamClient } from '../src/providers/upstream-http.ts';
 
 const event = (content: string): string =>
   `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"${content}"}}]}\n\n`;

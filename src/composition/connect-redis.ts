@@ -2,14 +2,14 @@ import { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { RedisHoldBook } from '../billing/redis-hold-book.ts';
 import type { LedgerRepo } from '../store/ledger-repo.ts';
-import type { LimiterFailurePolicy } from '../config/config.ts';
-import type { Limiter } from '../limits/limiter.ts';
+import type { LimiterFailurePolicy } from '../core/config.ts';
+import type { Limiter } from '../core/rate-limits.ts';
 import { RedisLimiter } from '../limits/redis-limiter.ts';
-import type { RedisClient } from './redis-script.ts';
+import type { RedisClient } from '../shared/redis-script.ts';
 import { ResilientLimiter } from '../limits/resilient-limiter.ts';
-import type { Bus } from './bus.ts';
-import { promptReconnect, redisRetryStrategy } from './prompt-reconnect.ts';
-import { createRedisBus } from './redis-bus.ts';
+import type { Bus } from '../shared/bus.ts';
+import { promptReconnect, redisRetryStrategy } from '../shared/prompt-reconnect.ts';
+import { createRedisBus } from '../shared/redis-bus.ts';
 
 export interface RedisBackends {
   limiter: Limiter;

@@ -1,4 +1,4 @@
-import type { RateLimits } from '../limits/limiter.ts';
+import type { RateLimits } from './rate-limits.ts';
 
 /** The spec's error codes, each with its HTTP status and the OpenAI-convention error type. */
 export const ERROR_CODES = {

@@ -1,7 +1,7 @@
 import { planOf } from '../billing/plan-of.ts';
-import type { PlanConfig, PlanId } from '../config/config.ts';
-import type { AccountRecord } from '../store/records.ts';
-import type { LimitSet } from './limiter.ts';
+import type { PlanConfig, PlanId } from '../core/config.ts';
+import type { AccountRecord } from '../core/records.ts';
+import type { LimitSet } from '../core/rate-limits.ts';
 
 /** The account's plan limits with the operator's per-account overrides applied (null: no limit). */
 export function effectiveLimits(plans: ReadonlyMap<PlanId, PlanConfig>, account: AccountRecord): LimitSet {

@@ -1,55 +1,55 @@
 import type { Logger } from 'pino';
-import { AccountsService } from './accounts/accounts-service.ts';
-import { KeyCache } from './accounts/key-cache.ts';
-import { SignupGuard } from './accounts/signup-guard.ts';
-import { createLogMailer, createSmtpMailer, type Mailer } from './accounts/mailer.ts';
-import type { Config } from './config/config.ts';
-import { createHoldBook, type HoldBook, sharedSide } from './billing/hold-book.ts';
-import { SettlementQueue, settlementBatchSize } from './billing/settlement-queue.ts';
-import { defaultSpoolPath } from './billing/spool-path.ts';
-import { billingStanding } from './billing/standing.ts';
-import { ChatGateway } from './gateway/chat-gateway.ts';
+import { AccountsService } from '../accounts/accounts-service.ts';
+import { KeyCache } from '../accounts/key-cache.ts';
+import { SignupGuard } from '../accounts/signup-guard.ts';
+import { createLogMailer, createSmtpMailer, type Mailer } from '../accounts/mailer.ts';
+import type { Config } from '../core/config.ts';
+import { createHoldBook, type HoldBook, sharedSide } from '../billing/hold-book.ts';
+import { SettlementQueue, settlementBatchSize } from '../billing/settlement-queue.ts';
+import { defaultSpoolPath } from '../billing/spool-path.ts';
+import { billingStanding } from '../billing/standing.ts';
+import { ChatGateway } from '../gateway/chat-gateway.ts';
 import {
   createHoldRecoveryJob,
   createInstanceLeaseJob,
   createRetentionJob,
   INSTANCE_LEASE_MS,
   Scheduler,
-} from './jobs/scheduler.ts';
-import { type Limiter, sharedLimiterOf } from './limits/limiter.ts';
-import { type SessionPolicy, SessionsService } from './accounts/sessions-service.ts';
-import { effectiveLimits } from './limits/effective-limits.ts';
-import { MemoryLimiter } from './limits/memory-limiter.ts';
-import { createHealthCheck, VERSION } from './observability/health.ts';
-import { Readiness } from './observability/readiness.ts';
-import { warmUp } from './observability/warm-up.ts';
-import { createTracing } from './observability/tracing/tracing.ts';
-import { createRequestEvents } from './observability/request-events/request-events.ts';
-import { Metrics } from './observability/metrics.ts';
-import { registerStateGauges } from './observability/state-gauges.ts';
-import { createOperators } from './operators/create-operators.ts';
-import { createProvider } from './providers/create-provider.ts';
-import type { Provider } from './providers/provider.ts';
-import { Router } from './routing/router.ts';
-import { type Bus, createLocalBus } from './shared/bus.ts';
-import { createTestPaymentProvider } from './payments/payment-provider.ts';
-import { PaymentsService } from './payments/payments-service.ts';
-import { createStripeClient, createStripePaymentProvider } from './payments/stripe-payment-provider.ts';
-import { WebhookDispatcher } from './webhooks/webhook-dispatcher.ts';
-import { UsageService } from './usage/usage-service.ts';
-import { WebhooksService } from './webhooks/webhooks-service.ts';
-import type { Resolve } from './webhooks/url-guard.ts';
-import { SendThrottle } from './webhooks/send-throttle.ts';
-import { type Clock, newId, systemClock } from './shared/ids.ts';
-import { utcDay } from './shared/time.ts';
-import { type Store } from './store/store.ts';
-import type { Services } from './http/app-services.ts';
+} from '../jobs/scheduler.ts';
+import { type Limiter, sharedLimiterOf } from '../core/rate-limits.ts';
+import { type SessionPolicy, SessionsService } from '../accounts/sessions-service.ts';
+import { effectiveLimits } from '../billing/effective-limits.ts';
+import { MemoryLimiter } from '../limits/memory-limiter.ts';
+import { createHealthCheck, VERSION } from '../observability/health.ts';
+import { Readiness } from '../observability/readiness.ts';
+import { warmUp } from './warm-up.ts';
+import { createTracing } from '../observability/tracing/tracing.ts';
+import { createRequestEvents } from '../observability/request-events/request-events.ts';
+import { Metrics } from '../observability/metrics.ts';
+import { registerStateGauges } from '../observability/state-gauges.ts';
+import { createOperators } from '../operators/create-operators.ts';
+import { createProvider } from '../providers/create-provider.ts';
+import type { Provider } from '../providers/provider.ts';
+import { Router } from '../routing/router.ts';
+import { type Bus, createLocalBus } from '../shared/bus.ts';
+import { createTestPaymentProvider } from '../payments/payment-provider.ts';
+import { PaymentsService } from '../payments/payments-service.ts';
+import { createStripeClient, createStripePaymentProvider } from '../payments/stripe-payment-provider.ts';
+import { WebhookDispatcher } from '../webhooks/webhook-dispatcher.ts';
+import { UsageService } from '../usage/usage-service.ts';
+import { WebhooksService } from '../webhooks/webhooks-service.ts';
+import type { Resolve } from '../webhooks/url-guard.ts';
+import { SendThrottle } from '../webhooks/send-throttle.ts';
+import { type Clock, newId, systemClock } from '../core/ids.ts';
+import { utcDay } from '../core/time.ts';
+import { type Store } from '../store/store.ts';
+import type { Services } from '../http/app-services.ts';
 
 export type { Services };
-import { FleetWatch } from './fleet/fleet-watch.ts';
-import { LedgerMovesWatch } from './fleet/ledger-moves-watch.ts';
-import { ENFORCED_RULES } from './fleet/release.ts';
-import { createSecretBox } from './shared/secret-box.ts';
+import { FleetWatch } from '../fleet/fleet-watch.ts';
+import { LedgerMovesWatch } from '../fleet/ledger-moves-watch.ts';
+import { ENFORCED_RULES } from '../fleet/release.ts';
+import { createSecretBox } from '../shared/secret-box.ts';
 
 export interface ServicesOptions {
   config: Config;

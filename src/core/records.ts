@@ -1,4 +1,4 @@
-import type { PlanId } from '../config/config.ts';
+import type { PlanId } from './config.ts';
 
 export type AccountStatus = 'active' | 'suspended';
 

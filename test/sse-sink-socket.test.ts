@@ -3,8 +3,8 @@ import { once } from 'node:events';
 import { createServer, request as httpRequest, type ServerResponse } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import type { TextSink } from '../gateway/stream-sink.ts';
-import { createSseSink } from './sse-sink.ts';
+import type { TextSink } from '../src/gateway/stream-sink.ts';
+import { createSseSink } from '../src/http/sse-sink.ts';
 
 const tick = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -7,7 +7,7 @@ import {
   STRUCTURED_TOOL,
   type AnthropicResponse,
   type AnthropicUsage,
-  anthropicPromptTokens,
+  anthropicUsage,
   convertAnthropicResponse,
   convertToAnthropicRequest,
   mapAnthropicStopReason,
@@ -139,16 +139,7 @@ export function anthropicDecoder(): EventDecoder {
         case 'message_stop': {
           // A message_stop with no message_delta before it still ends the choice.
           if (!stopped) out.push({ type: 'finish', reason: 'stop' });
-          const prompt = anthropicPromptTokens(usage);
-          const completion = usage.output_tokens ?? 0;
-          out.push({
-            type: 'usage',
-            usage: {
-              prompt_tokens: prompt,
-              completion_tokens: completion,
-              total_tokens: prompt + completion,
-            },
-          });
+          out.push({ type: 'usage', usage: anthropicUsage(usage) });
           return true;
         }
         case 'error': {

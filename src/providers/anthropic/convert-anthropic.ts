@@ -5,7 +5,9 @@ import type {
   FinishReason,
   ToolCall,
   ToolChoice,
+  Usage,
 } from '../../gateway/chat-types.ts';
+import { kindsOfAnthropic, usageOfKinds } from '../../billing/token-kinds.ts';
 import { ProviderError } from '../provider.ts';
 
 /**
@@ -29,6 +31,10 @@ export interface AnthropicUsage {
   output_tokens?: number;
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
+  cache_creation?: {
+    ephemeral_5m_input_tokens?: number | null;
+    ephemeral_1h_input_tokens?: number | null;
+  } | null;
 }
 
 export interface AnthropicResponse {
@@ -173,6 +179,9 @@ export function mapAnthropicStopReason(reason: string | null | undefined): Finis
 export const anthropicPromptTokens = (usage: AnthropicUsage): number =>
   (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
 
+/** Anthropic's usage as canonical usage: the prompt is its input plus cache reads and writes, each kind told apart. */
+export const anthropicUsage = (usage: AnthropicUsage): Usage => usageOfKinds(kindsOfAnthropic(usage));
+
 /** A whole Messages API answer as a chat completion. */
 export function convertAnthropicResponse(response: AnthropicResponse): ChatCompletion {
   let text = '';
@@ -195,8 +204,6 @@ export function convertAnthropicResponse(response: AnthropicResponse): ChatCompl
     }
   }
   if (structured && toolCalls.length > 0) text = '';
-  const promptTokens = anthropicPromptTokens(response.usage);
-  const completionTokens = response.usage.output_tokens ?? 0;
   const finish = mapAnthropicStopReason(response.stop_reason);
   return {
     id: response.id,
@@ -214,10 +221,6 @@ export function convertAnthropicResponse(response: AnthropicResponse): ChatCompl
         finish_reason: finish === 'tool_calls' && toolCalls.length === 0 ? 'stop' : finish,
       },
     ],
-    usage: {
-      prompt_tokens: promptTokens,
-      completion_tokens: completionTokens,
-      total_tokens: promptTokens + completionTokens,
-    },
+    usage: anthropicUsage(response.usage),
   };
 }

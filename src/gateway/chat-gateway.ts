@@ -473,7 +473,7 @@ export class ChatGateway {
       promptTokens,
       completionTokens: kinds.output,
       cachedInputTokens: kinds.cachedInput,
-      cacheWriteTokens: kinds.cacheWrite5m,
+      cacheWriteTokens: kinds.cacheWrite5m + kinds.cacheWrite1h,
       cacheWrite1hTokens: kinds.cacheWrite1h,
       reasoningTokens: kinds.reasoning,
       estimated: outcome.estimated,

@@ -141,9 +141,9 @@ export interface Settlement {
   completionTokens: number;
   /** Of the prompt: read from the upstream's cache (0 when absent). */
   cachedInputTokens?: number;
-  /** Of the prompt: written to a cache of a few minutes. */
+  /** Of the prompt: written to the upstream's cache, any lifetime. */
   cacheWriteTokens?: number;
-  /** Of the prompt: written to a cache of an hour. */
+  /** Of those writes: to a cache of an hour. */
   cacheWrite1hTokens?: number;
   /** Of the completion: hidden reasoning. */
   reasoningTokens?: number;

@@ -121,6 +121,7 @@ export class Router {
         signal,
         defaultMaxTokens,
         headers,
+        account,
       }),
     );
   }
@@ -144,6 +145,7 @@ export class Router {
         signal,
         defaultMaxTokens,
         headers,
+        account,
       };
       if (passThrough && deployment.provider.passThrough)
         return { passThrough: await deployment.provider.passThrough(call) };

@@ -9,7 +9,9 @@ import type {
   FinishReason,
   ToolCall,
   ToolDefinition,
+  Usage,
 } from '../../gateway/chat-types.ts';
+import { PrefixCache } from './prefix-cache.ts';
 import { ownBytes, type PassChunk, RawChunk } from '../../gateway/raw-chunk.ts';
 import type { EventBatch } from '../../gateway/stream-event.ts';
 import { chunkEvents } from '../openai/chunk-events.ts';
@@ -50,12 +52,14 @@ export function createSimulatorProvider(options: {
   chunkIntervalMs: number;
   firstTokenMs: number;
 }): Provider {
+  const cache = new PrefixCache();
   return {
     id: options.id,
     async complete(call) {
       await pause(options.firstTokenMs, call.signal);
       const answer = compose(call.request);
       const promptTokens = await promptTokensOf(call);
+      const usage = simulatedUsage(call, answer, promptTokens, cache);
       const completion: ChatCompletion = {
         id: `chatcmpl-sim${nextId()}`,
         object: 'chat.completion',
@@ -77,11 +81,7 @@ export function createSimulatorProvider(options: {
             finish_reason: answer.finishReason,
           },
         ],
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: answer.completionTokens,
-          total_tokens: promptTokens + answer.completionTokens,
-        },
+        usage,
       };
       return completion;
     },
@@ -89,7 +89,7 @@ export function createSimulatorProvider(options: {
       // The same chunks as canonical events; those due at the same moment in one batch, as on the fast path.
       let batch: EventBatch = [];
       let started = false;
-      for (const step of plan(call, options, begin(call, await promptTokensOf(call)))) {
+      for (const step of plan(call, options, begin(call, await promptTokensOf(call), cache))) {
         if (step.afterMs > 0 && batch.length > 0) {
           yield batch;
           batch = [];
@@ -103,7 +103,7 @@ export function createSimulatorProvider(options: {
     passThrough(call) {
       // A usual prompt is counted at once: the fast path takes no extra turn for it.
       const counted = promptTokensOf(call);
-      const open = (tokens: number) => passThrough(passPlan(call, options, tokens), call.signal);
+      const open = (tokens: number) => passThrough(passPlan(call, options, tokens, cache), call.signal);
       return typeof counted === 'number' ? open(counted) : counted.then(open);
     },
     async close() {},
@@ -127,8 +127,36 @@ type ChunkBase = Pick<ChatChunk, 'id' | 'object' | 'created' | 'model'>;
 /** What a simulated stream is made from: the answer (known in advance), its prompt's tokens, the chunks' base. */
 interface Begun {
   answer: Answer;
-  promptTokens: number;
+  usage: Usage;
   base: ChunkBase;
+}
+
+/** The simulated models that reason before they answer (the catalog's reasoning models). */
+const REASONING_MODELS = new Set(['model-a', 'model-d']);
+/** The hidden reasoning such a model reports, when its answer's token limit leaves room for it. */
+const REASONING_TOKENS = 48;
+
+/**
+ * The usage the simulator reports: the prompt, of which what its prompt cache held for this account; the
+ * answer, and for a reasoning model the reasoning before it, within the token limit (so an answer never costs
+ * more than its hold).
+ */
+function simulatedUsage(call: ProviderCall, answer: Answer, promptTokens: number, cache: PrefixCache): Usage {
+  const scope = `${call.account ?? ''}\u0000${call.upstreamModel}`;
+  const cached = cache.use(scope, call.request.messages, call.request.tools, promptTokens);
+  const room = (call.request.maxTokens ?? call.defaultMaxTokens) - answer.completionTokens;
+  const reasoning =
+    REASONING_MODELS.has(call.upstreamModel) && answer.finishReason !== 'length'
+      ? Math.max(0, Math.min(REASONING_TOKENS, room))
+      : 0;
+  const completion = answer.completionTokens + reasoning;
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completion,
+    total_tokens: promptTokens + completion,
+    ...(cached > 0 ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
+    ...(reasoning > 0 ? { completion_tokens_details: { reasoning_tokens: reasoning } } : {}),
+  };
 }
 
 /**
@@ -138,10 +166,11 @@ interface Begun {
 const promptTokensOf = (call: ProviderCall): number | Promise<number> =>
   countPromptTokensYielding(call.request.messages, call.request.tools, Number.POSITIVE_INFINITY);
 
-function begin(call: ProviderCall, promptTokens: number): Begun {
+function begin(call: ProviderCall, promptTokens: number, cache: PrefixCache): Begun {
+  const answer = compose(call.request);
   return {
-    answer: compose(call.request),
-    promptTokens,
+    answer,
+    usage: simulatedUsage(call, answer, promptTokens, cache),
     base: {
       id: `chatcmpl-sim${nextId()}`,
       object: 'chat.completion.chunk',
@@ -152,19 +181,11 @@ function begin(call: ProviderCall, promptTokens: number): Begun {
 }
 
 /** The stream's last chunk: its usage, and no choice. */
-const usageChunk = (base: ChunkBase, answer: Answer, promptTokens: number): ChatChunk => ({
-  ...base,
-  choices: [],
-  usage: {
-    prompt_tokens: promptTokens,
-    completion_tokens: answer.completionTokens,
-    total_tokens: promptTokens + answer.completionTokens,
-  },
-});
+const usageChunk = (base: ChunkBase, usage: Usage): ChatChunk => ({ ...base, choices: [], usage });
 
 /** The chunks the simulator streams for `call` as parsed chunks, in order, with their pace. */
 function plan(call: ProviderCall, options: PlanOptions, begun: Begun): Step[] {
-  const { answer, promptTokens, base } = begun;
+  const { answer, usage, base } = begun;
   const chunk = (
     delta: ChatChunk['choices'][number]['delta'],
     finish: FinishReason | null = null,
@@ -204,7 +225,7 @@ function plan(call: ProviderCall, options: PlanOptions, begun: Begun): Step[] {
     }
   }
   add(chunk({}, answer.finishReason), 0);
-  add(usageChunk(base, answer, promptTokens), 0);
+  add(usageChunk(base, usage), 0);
   return steps;
 }
 
@@ -259,9 +280,14 @@ interface PassPlan {
  * The pass-through plan: text answers' chunks as bytes (see rawChunks), made as they are due; tool calls and
  * logprobs (rare) as the parsed chunks `plan` makes, all at once.
  */
-function passPlan(call: ProviderCall, options: PlanOptions, promptTokens: number): PassPlan {
-  const begun = begin(call, promptTokens);
-  const { answer, base } = begun;
+function passPlan(
+  call: ProviderCall,
+  options: PlanOptions,
+  promptTokens: number,
+  cache: PrefixCache,
+): PassPlan {
+  const begun = begin(call, promptTokens, cache);
+  const { answer, base, usage } = begun;
   if (answer.toolCall !== undefined || wantsLogprobs(call.request)) {
     const steps = plan(call, options, begun);
     let at = 0;
@@ -279,9 +305,7 @@ function passPlan(call: ProviderCall, options: PlanOptions, promptTokens: number
     next() {
       const index = at++;
       if (index < text.count) return bytes.content(text.next(), index === 0);
-      return index === text.count
-        ? bytes.finish(answer.finishReason)
-        : usageChunk(base, answer, promptTokens);
+      return index === text.count ? bytes.finish(answer.finishReason) : usageChunk(base, usage);
     },
   };
 }

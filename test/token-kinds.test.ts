@@ -339,7 +339,9 @@ for (const setup of SETUPS) {
 
     before(async () => {
       fakes = await startFakes();
-      ({ server, stop } = await setup.start(fakes));
+      const started = await setup.start(fakes);
+      server = started.server;
+      stop = () => started.stop();
       const registered = await server.registerOn('pro');
       accountId = registered.accountId;
       openai = new OpenAI({ apiKey: registered.key, baseURL: `${server.url}/v1`, maxRetries: 0 });

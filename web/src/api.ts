@@ -105,7 +105,7 @@ export interface IssuedKey {
   created_at: string;
 }
 
-export interface UsageRow {
+export interface UsageRow extends TokenKinds {
   day?: string;
   model?: string;
   key_id?: string;
@@ -116,6 +116,15 @@ export interface UsageRow {
   cost_usd: number;
 }
 
+/** The kinds of a usage row's tokens: of the prompt, cache reads and writes; of the completion, reasoning. */
+export interface TokenKinds {
+  input_tokens?: number;
+  cached_input_tokens?: number;
+  cache_write_tokens?: number;
+  cache_write_1h_tokens?: number;
+  reasoning_tokens?: number;
+}
+
 export interface Usage {
   from: string;
   to: string;
@@ -124,7 +133,7 @@ export interface Usage {
   total: UsageRow;
 }
 
-export interface RecentRequest {
+export interface RecentRequest extends TokenKinds {
   request_id: string;
   key_id: string;
   model: string;
@@ -192,7 +201,12 @@ export interface WebhookEvent {
 export interface Model {
   id: string;
   description?: string;
-  pricing: { input_usd_per_million: number; output_usd_per_million: number };
+  pricing: {
+    input_usd_per_million: number;
+    output_usd_per_million: number;
+    cached_input_usd_per_million?: number;
+    cache_write_usd_per_million?: number;
+  };
 }
 
 export interface List<T> {

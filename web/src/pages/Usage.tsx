@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useMemo, useState } from 'react';
-import { api, type ApiKey, date, type List, num, promptKinds, type Usage, usd } from '../api.ts';
+import { api, type ApiKey, date, type List, num, type Usage, usd } from '../api.ts';
 import { DailyChart } from '../Chart.tsx';
 import { promptKinds, reasoningOf, Tokens } from '../TokenKinds.tsx';
 import { ErrorMessage, Field, Section, TableWrap } from '../ui.tsx';

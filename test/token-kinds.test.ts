@@ -444,6 +444,10 @@ for (const setup of SETUPS) {
       });
       assert.equal(message.usage.output_tokens, 40);
       assert.equal(response.headers.get('x-tollgate-cost-usd'), (EXPECTED.anthropic / 1e6).toFixed(6));
+      assert.equal(
+        response.headers.get('x-tollgate-cost-breakdown'),
+        'input=20:0.00006, cached_input=2000:0.0006, cache_write=800:0.003, cache_write_1h=300:0.0018, output=40:0.0006',
+      );
       assert.deepEqual(await recorded(response.headers.get('x-request-id')), {
         cost: EXPECTED.anthropic,
         prompt: 3_120,
@@ -481,6 +485,11 @@ for (const setup of SETUPS) {
       assert.equal(data.usage?.completion_tokens, 120);
       assert.equal(data.usage?.prompt_tokens_details?.cached_tokens, 2_048);
       assert.equal(data.usage?.completion_tokens_details?.reasoning_tokens, 90);
+      assert.equal(response.headers.get('x-tollgate-cost-usd'), (EXPECTED.gemini / 1e6).toFixed(6));
+      assert.equal(
+        response.headers.get('x-tollgate-cost-breakdown'),
+        'input=1052:0.001315, cached_input=2048:0.00063488, output=120:0.0012, reasoning=90',
+      );
       assert.deepEqual(await recorded(response.headers.get('x-request-id')), {
         cost: EXPECTED.gemini,
         prompt: 3_100,

@@ -252,6 +252,9 @@ for (const backend of BACKENDS) {
       assert.deepEqual(models.body.data[0].pricing, {
         input_usd_per_million: 3.5,
         output_usd_per_million: 18,
+        cached_input_usd_per_million: 0.35,
+        cache_write_usd_per_million: 3.5,
+        cache_write_1h_usd_per_million: 3.5,
       });
     });
 

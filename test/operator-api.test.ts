@@ -278,7 +278,7 @@ for (const backend of BACKENDS) {
       const lines = (await csv.text()).trim().split('\n');
       assert.equal(
         lines[0],
-        'request_id,account_id,key_id,model,status,prompt_tokens,completion_tokens,total_tokens,cost_usd,created_at',
+        'request_id,account_id,key_id,model,status,prompt_tokens,completion_tokens,total_tokens,cost_usd,created_at,input_tokens,cached_input_tokens,cache_write_tokens,cache_write_1h_tokens,reasoning_tokens',
       );
       assert.equal(lines.length, 3);
       assert.ok(lines.slice(1).every((line) => line.includes(target.accountId) && !line.includes('hi,')));

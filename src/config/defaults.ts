@@ -3,6 +3,8 @@ import type { ModelConfig, ParamPolicy } from '../core/config.ts';
 import { MICROS_PER_USD } from '../core/money.ts';
 
 const USD = MICROS_PER_USD;
+/** The built-in catalog's cached-input price as a share of its input price. */
+const CACHED_INPUT_SHARE = 0.1;
 
 type CatalogEntry = Omit<ModelConfig, 'deployments' | 'fallbacks'>;
 
@@ -33,6 +35,11 @@ function entry(
     defaultMaxTokens: 4_096,
     inputMicrosPerMillion: Math.round(inputUsdPerMillion * USD),
     outputMicrosPerMillion: Math.round(outputUsdPerMillion * USD),
+    // A cache read at a tenth of the input price, as the major upstreams bill it; a write at the input price
+    // (the simulator never writes one, and a dearer write would raise every hold). docs/decisions.md.
+    cachedInputMicrosPerMillion: Math.round(inputUsdPerMillion * USD * CACHED_INPUT_SHARE),
+    cacheWriteMicrosPerMillion: Math.round(inputUsdPerMillion * USD),
+    cacheWrite1hMicrosPerMillion: Math.round(inputUsdPerMillion * USD),
     latencyClass,
   };
 }

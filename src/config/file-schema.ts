@@ -68,6 +68,9 @@ const MODEL = mapping({
     input: usdAsMicros().optional(),
     output: usdAsMicros().optional(),
     single: usdAsMicros().optional(),
+    cached_input: usdAsMicros().optional(),
+    cache_write: usdAsMicros().optional(),
+    cache_write_1h: usdAsMicros().optional(),
   })
     .nullable()
     .optional(),
@@ -187,6 +190,11 @@ function resolveModels(
     if (!base && (raw.price === undefined || raw.context_window === undefined))
       problem(['models', id], 'a model outside the built-in catalog needs price and context_window');
     const price = raw.price ?? {};
+    const input = price.input ?? price.single ?? base?.inputMicrosPerMillion ?? 0;
+    // Without a price block the model keeps its catalog prices; a price block sets them all, a missing cache
+    // price meaning the input price (and a missing 1-hour write price, the write price).
+    const inherit = raw.price === undefined || raw.price === null ? base : undefined;
+    const cacheWrite = price.cache_write ?? inherit?.cacheWriteMicrosPerMillion ?? input;
     const seen = new Set<string>();
     const deployments = raw.deployments?.map((deployment, index): DeploymentConfig => {
       if (!providers.has(deployment.provider))
@@ -211,8 +219,12 @@ function resolveModels(
       contextWindow: raw.context_window ?? base?.contextWindow ?? 0,
       maxOutputTokens: raw.max_output_tokens ?? base?.maxOutputTokens ?? 4_096,
       defaultMaxTokens: raw.default_max_tokens ?? base?.defaultMaxTokens ?? 4_096,
-      inputMicrosPerMillion: price.input ?? price.single ?? base?.inputMicrosPerMillion ?? 0,
+      inputMicrosPerMillion: input,
       outputMicrosPerMillion: price.output ?? price.single ?? base?.outputMicrosPerMillion ?? 0,
+      cachedInputMicrosPerMillion: price.cached_input ?? inherit?.cachedInputMicrosPerMillion ?? input,
+      cacheWriteMicrosPerMillion: cacheWrite,
+      cacheWrite1hMicrosPerMillion:
+        price.cache_write_1h ?? inherit?.cacheWrite1hMicrosPerMillion ?? price.cache_write ?? cacheWrite,
       latencyClass: base?.latencyClass ?? 'fast',
       deployments: deployments ?? base?.deployments ?? [],
       fallbacks: raw.fallbacks ?? [],

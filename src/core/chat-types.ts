@@ -64,10 +64,32 @@ export interface ChatRequest {
   body: ChatBody;
 }
 
+/**
+ * Token counts on OpenAI's convention: `prompt_tokens` counts every prompt token (cached and cache-written ones
+ * included), `completion_tokens` every generated one (reasoning included); the details say which kinds they hold.
+ */
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  prompt_tokens_details?: PromptTokensDetails | null;
+  completion_tokens_details?: CompletionTokensDetails | null;
+}
+
+export interface PromptTokensDetails {
+  /** Read from the upstream's prompt cache. */
+  cached_tokens?: number;
+  /** Written to the upstream's prompt cache (OpenRouter's name), any lifetime. */
+  cache_write_tokens?: number;
+  /** Of `cache_write_tokens`, those written for an hour (Anthropic's longer, dearer lifetime). */
+  cache_write_1h_tokens?: number;
+  [extra: string]: unknown;
+}
+
+export interface CompletionTokensDetails {
+  /** Hidden reasoning, billed as output. */
+  reasoning_tokens?: number;
+  [extra: string]: unknown;
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';

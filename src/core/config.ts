@@ -20,6 +20,12 @@ export interface ModelConfig {
   defaultMaxTokens: number;
   inputMicrosPerMillion: number;
   outputMicrosPerMillion: number;
+  /** Prompt tokens read from the upstream's cache. */
+  cachedInputMicrosPerMillion: number;
+  /** Prompt tokens written to a cache of a few minutes (Anthropic's 5-minute writes). */
+  cacheWriteMicrosPerMillion: number;
+  /** Prompt tokens written to a cache of an hour. */
+  cacheWrite1hMicrosPerMillion: number;
   latencyClass: 'fast' | 'medium';
   deployments: DeploymentConfig[];
   /** Other public models tried, in order, when every deployment of this one fails. */

@@ -13,6 +13,8 @@ export interface ProviderCall {
   defaultMaxTokens: number;
   /** Headers this call adds to the provider's own (a trace's `traceparent`). */
   headers?: Readonly<Record<string, string>> | undefined;
+  /** Whose request it is (the simulator keeps its prompt cache per account, as upstreams do per organisation). */
+  account?: string | undefined;
 }
 
 /** The provider's headers with the call's own added (the same object when the call has none). */

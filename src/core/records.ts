@@ -184,8 +184,18 @@ export interface Settlement {
   keyId: string;
   model: string;
   deployment: string | null;
+  /** Every prompt token, cached and cache-written ones included. */
   promptTokens: number;
+  /** Every generated token, reasoning included. */
   completionTokens: number;
+  /** Of the prompt: read from the upstream's cache (0 when absent). */
+  cachedInputTokens?: number;
+  /** Of the prompt: written to the upstream's cache, any lifetime. */
+  cacheWriteTokens?: number;
+  /** Of those writes: to a cache of an hour. */
+  cacheWrite1hTokens?: number;
+  /** Of the completion: hidden reasoning. */
+  reasoningTokens?: number;
   estimated: boolean;
   costMicros: number;
   status: UsageStatus;

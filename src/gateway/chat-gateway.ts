@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import { keyBudgetOf, modelRefusal } from '../accounts/key-controls.ts';
 import { keyLimitRefusal } from '../accounts/key-status.ts';
-import { costMicros } from '../billing/pricing.ts';
+import { kindsCostMicros, scaledCosts, worstCaseMicros } from '../billing/pricing.ts';
+import { kindsOfUsage, plainKinds, promptOf, type TokenKinds, usageOfKinds } from '../billing/token-kinds.ts';
 import type { HoldAsk, HoldBook } from '../billing/hold-book.ts';
 import type { Standing } from '../billing/standing.ts';
 import type { SettlementQueue } from '../billing/settlement-queue.ts';
@@ -70,8 +71,8 @@ export interface CompletedAnswer extends AnswerFacts {
 
 interface Outcome {
   status: UsageStatus;
-  promptTokens: number;
-  completionTokens: number;
+  /** The tokens by kind; prompt and completion are their sums. */
+  kinds: TokenKinds;
   estimated: boolean;
   deployment: string | null;
   provider: string;
@@ -162,7 +163,7 @@ export class ChatGateway {
         }),
       );
     }
-    const holdMicros = costMicros(model, promptTokens, (maxTokens ?? model.defaultMaxTokens) * choices);
+    const holdMicros = worstCaseMicros(model, promptTokens, (maxTokens ?? model.defaultMaxTokens) * choices);
     const { holds } = this.#o;
     const holdFrom = ctx.trace ? performance.now() : 0;
     let held: boolean;
@@ -280,20 +281,14 @@ export class ChatGateway {
     completion.model = request.model;
     const usage = completion.usage;
     const estimated = !isUsage(usage);
-    const prompt = estimated ? promptTokens : usage.prompt_tokens;
-    const generated = estimated ? completionTokensOf(completion) : usage.completion_tokens;
+    const kinds = estimated ? plainKinds(promptTokens, completionTokensOf(completion)) : kindsOfUsage(usage);
     if (estimated) {
       withoutUpstreamJson(completion);
-      completion.usage = {
-        prompt_tokens: prompt,
-        completion_tokens: generated,
-        total_tokens: prompt + generated,
-      };
+      completion.usage = usageOfKinds(kinds);
     }
     const { cost, journaled } = this.#finish(admitted, {
       status: 'ok',
-      promptTokens: prompt,
-      completionTokens: generated,
+      kinds,
       estimated,
       deployment: attempted.deployment,
       provider: attempted.provider,
@@ -304,7 +299,13 @@ export class ChatGateway {
     await journaled;
     const overheadMs = performance.now() - admitted.ctx.arrivedAt - upstreamMs;
     this.#o.metrics.overhead.observe(overheadMs / 1000);
-    return { completion, rateLimits: admitted.rateLimits, overheadMs, costMicros: cost };
+    return {
+      completion,
+      rateLimits: admitted.rateLimits,
+      overheadMs,
+      costMicros: cost,
+      costBreakdown: { kinds, scaled: scaledCosts(model, kinds) },
+    };
   }
 
   /**
@@ -371,18 +372,13 @@ export class ChatGateway {
     // nobody reads is paused, and a paused body's idle timer does not run.
     if (status !== 'ok' && stream.passThrough === undefined) void stream.rest.return?.().catch(() => {});
     const estimated = !isUsage(relay.usage);
-    const prompt = isUsage(relay.usage) ? relay.usage.prompt_tokens : promptTokens;
-    const generated = isUsage(relay.usage) ? relay.usage.completion_tokens : countTextTokens(relay.generated);
-    if (status === 'ok')
-      sink.complete({
-        prompt_tokens: prompt,
-        completion_tokens: generated,
-        total_tokens: prompt + generated,
-      });
+    const kinds = isUsage(relay.usage)
+      ? kindsOfUsage(relay.usage)
+      : plainKinds(promptTokens, countTextTokens(relay.generated));
+    if (status === 'ok') sink.complete(usageOfKinds(kinds));
     const { journaled } = this.#finish(admitted, {
       status,
-      promptTokens: prompt,
-      completionTokens: generated,
+      kinds,
       estimated,
       deployment: opened.deployment,
       provider: opened.provider,
@@ -450,8 +446,7 @@ export class ChatGateway {
   #failed(admitted: Admitted, cancelled: boolean): Outcome {
     return {
       status: cancelled ? 'cancelled' : 'error',
-      promptTokens: cancelled ? admitted.promptTokens : 0,
-      completionTokens: 0,
+      kinds: plainKinds(cancelled ? admitted.promptTokens : 0, 0),
       estimated: cancelled,
       deployment: null,
       provider: 'none',
@@ -472,15 +467,21 @@ export class ChatGateway {
     const { ctx, request, model, reservedTokens } = admitted;
     const { clock, settlements, limiter, metrics, logger, holds } = this.#o;
     const now = clock();
-    const cost = costMicros(model, outcome.promptTokens, outcome.completionTokens);
+    const { kinds } = outcome;
+    const cost = kindsCostMicros(model, kinds);
+    const promptTokens = promptOf(kinds);
     const settlement: Settlement = {
       requestId: ctx.requestId,
       accountId: ctx.account.id,
       keyId: ctx.key.id,
       model: request.model,
       deployment: outcome.deployment,
-      promptTokens: outcome.promptTokens,
-      completionTokens: outcome.completionTokens,
+      promptTokens,
+      completionTokens: kinds.output,
+      cachedInputTokens: kinds.cachedInput,
+      cacheWriteTokens: kinds.cacheWrite5m + kinds.cacheWrite1h,
+      cacheWrite1hTokens: kinds.cacheWrite1h,
+      reasoningTokens: kinds.reasoning,
       estimated: outcome.estimated,
       costMicros: cost,
       status: outcome.status,
@@ -492,7 +493,7 @@ export class ChatGateway {
     ctx.trace?.finished(settlement);
     this.#o.onFinished?.(settlement);
     const journaled = holds.finished?.(settlement);
-    const used = outcome.promptTokens + outcome.completionTokens;
+    const used = promptTokens + kinds.output;
     if (!giveBack && limiter.reconcileNow)
       limiter.reconcileNow(limitSubjectOf(ctx.key), ctx.requestId, reservedTokens, used, now);
     else
@@ -506,8 +507,8 @@ export class ChatGateway {
       outcome.status,
       (performance.now() - ctx.arrivedAt) / 1000,
       outcome.ttftMs === null ? null : outcome.ttftMs / 1000,
-      outcome.promptTokens,
-      outcome.completionTokens,
+      promptTokens,
+      kinds.output,
     );
     return { cost, journaled };
   }

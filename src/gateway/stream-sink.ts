@@ -1,3 +1,5 @@
+import type { CostBreakdown } from '../billing/pricing.ts';
+import type { TokenKinds } from '../billing/token-kinds.ts';
 import type { RateLimits } from '../core/rate-limits.ts';
 import type { GatewayError } from '../core/gateway-error.ts';
 import type { Usage } from '../core/chat-types.ts';
@@ -32,6 +34,8 @@ export interface AnswerFacts {
   overheadMs: number;
   /** What the answer cost, µUSD; undefined for a stream (it opens before the cost is known). */
   costMicros: number | undefined;
+  /** What makes up that cost: the tokens by kind and each kind's cost (µUSD × 1,000,000, exact). */
+  costBreakdown?: { kinds: TokenKinds; scaled: CostBreakdown } | undefined;
 }
 
 /**

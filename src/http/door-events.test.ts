@@ -94,7 +94,13 @@ describe('the Messages door writes canonical events as Messages events', () => {
     );
     assert.deepEqual(events[3]?.data['delta'], { type: 'text_delta', text: 'Hel' });
     assert.deepEqual(events[6]?.data['delta'], { stop_reason: 'end_turn', stop_sequence: null });
-    assert.deepEqual(events[6]?.data['usage'], { input_tokens: 5, output_tokens: 4 });
+    assert.deepEqual(events[6]?.data['usage'], {
+      input_tokens: 5,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+      output_tokens: 4,
+    });
   });
 
   it('a tool call: a tool_use block with its id and name, its arguments as input_json_delta, stop_reason tool_use', () => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { kindsOfUsage, NO_TOKENS } from '../billing/token-kinds.ts';
 import type { Admitted } from '../gateway/chat-gateway.ts';
 import type { ChatCompletion, FinishReason, Usage } from '../core/chat-types.ts';
 import type { ToolEvent } from '../core/stream-event.ts';
@@ -297,10 +298,23 @@ function parseInput(args: string): unknown {
 const stopSequenceOf = (finish: FinishReason | null, stopSequence: unknown): string | null =>
   finish === 'stop' && typeof stopSequence === 'string' ? stopSequence : null;
 
-const usageOf = (usage: Usage | undefined): Json => ({
-  input_tokens: usage?.prompt_tokens ?? 0,
-  output_tokens: usage?.completion_tokens ?? 0,
-});
+/**
+ * Usage on Anthropic's convention: `input_tokens` counts only the prompt tokens neither read from nor written to
+ * the cache, which are reported beside it (the writes split by lifetime as `cache_creation`).
+ */
+function usageOf(usage: Usage | undefined): Json {
+  const kinds = usage === undefined ? NO_TOKENS : kindsOfUsage(usage);
+  return {
+    input_tokens: kinds.input,
+    cache_creation_input_tokens: kinds.cacheWrite5m + kinds.cacheWrite1h,
+    cache_read_input_tokens: kinds.cachedInput,
+    cache_creation: {
+      ephemeral_5m_input_tokens: kinds.cacheWrite5m,
+      ephemeral_1h_input_tokens: kinds.cacheWrite1h,
+    },
+    output_tokens: kinds.output,
+  };
+}
 
 function messageObject(completion: ChatCompletion, admitted: Admitted): Json {
   const choice = completion.choices[0];

@@ -83,6 +83,9 @@ export function presentModel(model: ModelConfig, created: number): Model {
     pricing: {
       input_usd_per_million: usd(model.inputMicrosPerMillion),
       output_usd_per_million: usd(model.outputMicrosPerMillion),
+      cached_input_usd_per_million: usd(model.cachedInputMicrosPerMillion),
+      cache_write_usd_per_million: usd(model.cacheWriteMicrosPerMillion),
+      cache_write_1h_usd_per_million: usd(model.cacheWrite1hMicrosPerMillion),
     },
   };
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { kindsOfUsage } from '../billing/token-kinds.ts';
 import type { Admitted } from '../gateway/chat-gateway.ts';
 import type { FinishReason, ToolCall, Usage } from '../core/chat-types.ts';
 import type { ToolEvent } from '../core/stream-event.ts';
@@ -344,16 +345,7 @@ function responseObject(
     tools: Array.isArray(echo['tools']) ? echo['tools'] : [],
     top_p: known.topP ?? null,
     truncation: 'disabled',
-    usage:
-      usage === undefined
-        ? null
-        : {
-            input_tokens: usage.prompt_tokens,
-            input_tokens_details: { cached_tokens: 0 },
-            output_tokens: usage.completion_tokens,
-            output_tokens_details: { reasoning_tokens: 0 },
-            total_tokens: usage.total_tokens,
-          },
+    usage: usage === undefined ? null : responsesUsage(usage),
     user: echo['user'] ?? null,
     metadata: isObject(echo['metadata']) ? echo['metadata'] : {},
   };
@@ -485,4 +477,23 @@ function responsesSink(text: TextSink, echo: Json, admitted: Admitted): StreamSi
     },
     end: () => text.end(),
   });
+}
+
+/**
+ * Usage on the Responses API's convention: `input_tokens` counts the whole prompt, cached tokens included, and
+ * the details tell the cache reads (and writes, where an upstream made some) and the reasoning within the output.
+ */
+function responsesUsage(usage: Usage): Json {
+  const kinds = kindsOfUsage(usage);
+  const writes = kinds.cacheWrite5m + kinds.cacheWrite1h;
+  return {
+    input_tokens: usage.prompt_tokens,
+    input_tokens_details: {
+      cached_tokens: kinds.cachedInput,
+      ...(writes > 0 ? { cache_write_tokens: writes } : {}),
+    },
+    output_tokens: usage.completion_tokens,
+    output_tokens_details: { reasoning_tokens: kinds.reasoning },
+    total_tokens: usage.total_tokens,
+  };
 }

@@ -122,6 +122,7 @@ export class Router {
         signal,
         defaultMaxTokens,
         headers,
+        account,
       }),
     );
   }
@@ -145,6 +146,7 @@ export class Router {
         signal,
         defaultMaxTokens,
         headers,
+        account,
       };
       if (passThrough && offersPassThrough(deployment.provider))
         return { passThrough: await deployment.provider.passThrough(call) };

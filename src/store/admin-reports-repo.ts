@@ -1,3 +1,4 @@
+import { KIND_COLUMNS_SQL, type KindCounts, kindCountsOf } from './token-counts.ts';
 import type { Db, SqlParam } from './db.ts';
 
 const DAY_MS = 86_400_000;
@@ -21,7 +22,7 @@ export interface FailingEndpoint {
 }
 
 /** One usage record as the export streams it: never any request content. */
-export interface ExportedUsage {
+export interface ExportedUsage extends KindCounts {
   requestId: string;
   accountId: string;
   keyId: string;
@@ -200,7 +201,7 @@ export class AdminReportsRepo {
     }
     const rows = await this.#db.all<Record<string, string | number>>(
       `SELECT request_id, account_id, key_id, model, status, prompt_tokens, completion_tokens, cost_micros,
-         created_at FROM usage_records WHERE ${where} ORDER BY created_at, request_id LIMIT $3`,
+         created_at, ${KIND_COLUMNS_SQL} FROM usage_records WHERE ${where} ORDER BY created_at, request_id LIMIT $3`,
       params,
     );
     return rows.map((row) => ({
@@ -213,6 +214,7 @@ export class AdminReportsRepo {
       completionTokens: Number(row['completion_tokens']),
       costMicros: Number(row['cost_micros']),
       createdAt: Number(row['created_at']),
+      ...kindCountsOf(row),
     }));
   }
 }

@@ -194,8 +194,42 @@ export function ledgerRepoCases(engine: LedgerEngine): void {
             prompt_tokens: 10,
             completion_tokens: 5,
             cost_micros: 150,
+            cached_input_tokens: 0,
+            cache_write_tokens: 0,
+            cache_write_1h_tokens: 0,
+            reasoning_tokens: 0,
           },
         ],
+      );
+    });
+
+    it('records the kinds of each request and sums them in the daily rollup', async () => {
+      const { ledger, grant, daily, store } = await ledger_();
+      await grant('g', 10_000, NOW + DAY);
+      const kinds = { cachedInputTokens: 6, cacheWriteTokens: 3, cacheWrite1hTokens: 1, reasoningTokens: 4 };
+      await ledger.settle([
+        settlement('r1', 100, kinds),
+        settlement('r2', 50, { ...kinds, cachedInputTokens: 2, reasoningTokens: 0 }),
+      ]);
+      const record = await store.usage.record('r1');
+      assert.deepEqual(
+        [
+          record?.['cached_input_tokens'],
+          record?.['cache_write_tokens'],
+          record?.['cache_write_1h_tokens'],
+          record?.['reasoning_tokens'],
+        ].map(Number),
+        [6, 3, 1, 4],
+      );
+      const row = (await daily())[0]!;
+      assert.deepEqual(
+        [
+          row['cached_input_tokens'],
+          row['cache_write_tokens'],
+          row['cache_write_1h_tokens'],
+          row['reasoning_tokens'],
+        ].map(Number),
+        [8, 6, 2, 4],
       );
     });
 

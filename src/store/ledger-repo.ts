@@ -318,7 +318,7 @@ function valuesList(
 }
 
 const asBigint = (placeholder: string): string => `CAST(${placeholder} AS BIGINT)`;
-/** At most this many rows per statement (13 values each: far below both engines' parameter limits). */
+/** At most this many rows per statement (17 values each: below both engines' parameter limits). */
 const ROWS_PER_STATEMENT = 1_000;
 
 /**
@@ -337,7 +337,7 @@ async function settleBatch(
   for (let i = 0; i < settlements.length; i += ROWS_PER_STATEMENT) {
     const chunk = settlements.slice(i, i + ROWS_PER_STATEMENT);
     const rows = await tx.all<{ request_id: string }>(
-      `${INSERT_USAGE_RECORD} ${valuesList(chunk.length, 13, (_, p) => p)} ON CONFLICT (request_id) DO NOTHING RETURNING request_id`,
+      `${INSERT_USAGE_RECORD} ${valuesList(chunk.length, USAGE_RECORD_COLUMNS, (_, p) => p)} ON CONFLICT (request_id) DO NOTHING RETURNING request_id`,
       chunk.flatMap(usageRecordRow),
     );
     for (const row of rows) inserted.add(row.request_id);
@@ -433,17 +433,14 @@ async function settleBatch(
       sum((s) => s.promptTokens),
       sum((s) => s.completionTokens),
       sum((s) => s.costMicros - (uncollected.get(s.requestId) ?? 0)),
+      ...kindSums(group),
     ];
   });
   for (let i = 0; i < rollup.length; i += ROWS_PER_STATEMENT) {
     const chunk = rollup.slice(i, i + ROWS_PER_STATEMENT);
     await tx.run(
-      `INSERT INTO usage_daily (day, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros)
-       VALUES ${valuesList(chunk.length, 8, (c, p) => (c < 4 ? p : asBigint(p)))}
-       ON CONFLICT (day, account_id, key_id, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
-         prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
-         completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
-         cost_micros = usage_daily.cost_micros + excluded.cost_micros`,
+      `${INSERT_USAGE_DAILY} VALUES ${valuesList(chunk.length, 12, (c, p) => (c < 4 ? p : asBigint(p)))}
+       ${ON_CONFLICT_USAGE_DAILY}`,
       chunk.flat(),
     );
   }
@@ -464,7 +461,7 @@ async function settleRowByRow(
   const fresh: Settlement[] = [];
   for (const s of settlements) {
     const inserted = await tx.run(
-      `${INSERT_USAGE_RECORD} ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (request_id) DO NOTHING`,
+      `${INSERT_USAGE_RECORD} ${valuesList(1, USAGE_RECORD_COLUMNS, (_, p) => p)} ON CONFLICT (request_id) DO NOTHING`,
       usageRecordRow(s),
     );
     if (inserted === 1) fresh.push(s);
@@ -508,12 +505,7 @@ async function settleRowByRow(
     const first = group[0]!;
     const sum = (pick: (s: Settlement) => number): number => group.reduce((total, s) => total + pick(s), 0);
     await tx.run(
-      `INSERT INTO usage_daily (day, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-       ON CONFLICT (day, account_id, key_id, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
-         prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
-         completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
-         cost_micros = usage_daily.cost_micros + excluded.cost_micros`,
+      `${INSERT_USAGE_DAILY} VALUES ${valuesList(1, 12, (_, p) => p)} ${ON_CONFLICT_USAGE_DAILY}`,
       [
         utcDay(first.createdAt),
         first.accountId,
@@ -523,6 +515,7 @@ async function settleRowByRow(
         sum((s) => s.promptTokens),
         sum((s) => s.completionTokens),
         sum((s) => s.costMicros - (uncollected.get(s.requestId) ?? 0)),
+        ...kindSums(group),
       ],
     );
   }
@@ -681,9 +674,36 @@ async function charge(tx: Db, accountId: string, costMicros: number, now: number
 
 /** The usage record's columns, in the order `usageRecordRow` gives their values. */
 const INSERT_USAGE_RECORD = `INSERT INTO usage_records (request_id, account_id, key_id, model, deployment, prompt_tokens,
-  completion_tokens, estimated, cost_micros, status, latency_ms, ttft_ms, created_at) VALUES`;
+  completion_tokens, estimated, cost_micros, status, latency_ms, ttft_ms, created_at, cached_input_tokens,
+  cache_write_tokens, cache_write_1h_tokens, reasoning_tokens) VALUES`;
+const USAGE_RECORD_COLUMNS = 17;
 
-/** A settlement's usage record as the values of one row (13, in INSERT_USAGE_RECORD's order). */
+/** The daily rollup's columns: its key, then the sums `kindSums` ends with. */
+const INSERT_USAGE_DAILY = `INSERT INTO usage_daily (day, account_id, key_id, model, requests, prompt_tokens,
+  completion_tokens, cost_micros, cached_input_tokens, cache_write_tokens, cache_write_1h_tokens, reasoning_tokens)`;
+const ON_CONFLICT_USAGE_DAILY = `ON CONFLICT (day, account_id, key_id, model) DO UPDATE SET
+  requests = usage_daily.requests + excluded.requests,
+  prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
+  completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
+  cost_micros = usage_daily.cost_micros + excluded.cost_micros,
+  cached_input_tokens = usage_daily.cached_input_tokens + excluded.cached_input_tokens,
+  cache_write_tokens = usage_daily.cache_write_tokens + excluded.cache_write_tokens,
+  cache_write_1h_tokens = usage_daily.cache_write_1h_tokens + excluded.cache_write_1h_tokens,
+  reasoning_tokens = usage_daily.reasoning_tokens + excluded.reasoning_tokens`;
+
+/** A group of settlements' token kinds, summed: cached input, cache writes, of which 1-hour, reasoning. */
+function kindSums(group: readonly Settlement[]): number[] {
+  const sums = [0, 0, 0, 0];
+  for (const s of group) {
+    sums[0]! += s.cachedInputTokens ?? 0;
+    sums[1]! += s.cacheWriteTokens ?? 0;
+    sums[2]! += s.cacheWrite1hTokens ?? 0;
+    sums[3]! += s.reasoningTokens ?? 0;
+  }
+  return sums;
+}
+
+/** A settlement's usage record as the values of one row (in INSERT_USAGE_RECORD's order). */
 function usageRecordRow(s: Settlement): SqlParam[] {
   return [
     s.requestId,
@@ -699,5 +719,9 @@ function usageRecordRow(s: Settlement): SqlParam[] {
     Math.round(s.latencyMs),
     s.ttftMs === null ? null : Math.round(s.ttftMs),
     s.createdAt,
+    s.cachedInputTokens ?? 0,
+    s.cacheWriteTokens ?? 0,
+    s.cacheWrite1hTokens ?? 0,
+    s.reasoningTokens ?? 0,
   ];
 }

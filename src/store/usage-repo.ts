@@ -1,9 +1,10 @@
 import type { Db } from './db.ts';
 import { DAY_MS } from '../core/time.ts';
+import { KIND_COLUMNS_SQL, KIND_SUMS_SQL, type KindCounts, kindCountsOf } from './token-counts.ts';
 
 export type UsageGroup = 'day' | 'model' | 'key';
 
-export interface UsageRow {
+export interface UsageRow extends KindCounts {
   group: string;
   requests: number;
   promptTokens: number;
@@ -34,7 +35,7 @@ export interface DayModelRow {
 }
 
 /** One request as the dashboard's recent-requests table shows it. */
-export interface RecentRequest {
+export interface RecentRequest extends KindCounts {
   requestId: string;
   keyId: string;
   model: string;
@@ -63,7 +64,8 @@ export class UsageRepo {
       cost: number;
     }>(
       `SELECT ${column} AS g, CAST(SUM(requests) AS BIGINT) AS requests, CAST(SUM(prompt_tokens) AS BIGINT) AS prompt,
-              CAST(SUM(completion_tokens) AS BIGINT) AS completion, CAST(SUM(cost_micros) AS BIGINT) AS cost
+              CAST(SUM(completion_tokens) AS BIGINT) AS completion, CAST(SUM(cost_micros) AS BIGINT) AS cost,
+              ${KIND_SUMS_SQL}
        FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day <= $3 GROUP BY ${column} ORDER BY ${column}`,
       [accountId, fromDay, toDay],
     );
@@ -73,6 +75,7 @@ export class UsageRepo {
       promptTokens: Number(row.prompt),
       completionTokens: Number(row.completion),
       costMicros: Number(row.cost),
+      ...kindCountsOf(row),
     }));
   }
 
@@ -180,7 +183,8 @@ export class UsageRepo {
       latency_ms: number;
       created_at: number;
     }>(
-      `SELECT request_id, key_id, model, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, created_at
+      `SELECT request_id, key_id, model, prompt_tokens, completion_tokens, cost_micros, status, latency_ms, created_at,
+         ${KIND_COLUMNS_SQL}
        FROM usage_records WHERE account_id = $1 ORDER BY created_at DESC, request_id LIMIT $2`,
       [accountId, limit],
     );
@@ -194,6 +198,7 @@ export class UsageRepo {
       status: row.status,
       latencyMs: Number(row.latency_ms),
       createdAt: Number(row.created_at),
+      ...kindCountsOf(row),
     }));
   }
   /** The account's cost and tokens per UTC day and model between two days (inclusive): the overview's chart. */

@@ -3,6 +3,7 @@ import { GatewayError } from '../core/gateway-error.ts';
 import type { Clock } from '../core/ids.ts';
 import { DAY_MS, utcDay } from '../core/time.ts';
 import type { Store } from '../store/store.ts';
+import { addKindCounts, type KindCounts, NO_KIND_COUNTS } from '../store/token-counts.ts';
 import type { DayModelRow, RecentRequest, StatsCounts, UsageGroup, UsageRow } from '../store/usage-repo.ts';
 
 /** The range a usage query covers when it names no start: 30 UTC days up to its end. */
@@ -14,7 +15,12 @@ export interface UsageSummary {
   to: string;
   groupBy: UsageGroup;
   rows: UsageRow[];
-  total: { requests: number; promptTokens: number; completionTokens: number; costMicros: number };
+  total: {
+    requests: number;
+    promptTokens: number;
+    completionTokens: number;
+    costMicros: number;
+  } & KindCounts;
 }
 
 /** The account's usage (the daily rollup and its latest requests) and the operator's statistics. */
@@ -47,8 +53,9 @@ export class UsageService {
         promptTokens: sum.promptTokens + row.promptTokens,
         completionTokens: sum.completionTokens + row.completionTokens,
         costMicros: sum.costMicros + row.costMicros,
+        ...addKindCounts(sum, row),
       }),
-      { requests: 0, promptTokens: 0, completionTokens: 0, costMicros: 0 },
+      { requests: 0, promptTokens: 0, completionTokens: 0, costMicros: 0, ...NO_KIND_COUNTS },
     );
     return { from, to, groupBy, rows, total };
   }

@@ -69,7 +69,7 @@ describe(
       await page.getByLabel('Message').fill('Say hello');
       await page.getByRole('button', { name: 'Send' }).click();
       const meter = page.getByRole('status', { name: 'Tokens and cost of model-a' });
-      await meter.filter({ hasText: /Tokens: \d+ in, \d+ out; cost USD \d/ }).waitFor();
+      await meter.filter({ hasText: /Tokens: \d+ in, \d+ out( \(\d+ reasoning\))?; cost USD \d/ }).waitFor();
       const answer = await page.getByLabel('Answer of model-a').innerText();
       assert.ok(answer.length > 'model-a'.length, answer);
       // A second turn carries the first answer: the conversation lives in the page.

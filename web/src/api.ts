@@ -76,6 +76,7 @@ export type {
   RecentRequest,
   RecentRequests,
   Session,
+  TokenKinds,
   Usage,
   UsageRow,
   WebhookEndpoint,

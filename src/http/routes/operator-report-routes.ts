@@ -5,6 +5,7 @@ import { GatewayError } from '../../core/gateway-error.ts';
 import { DAY_MS } from '../../core/time.ts';
 import type { ExportedUsage } from '../../operators/operator-reports.ts';
 import { noteAudit } from '../operator-audit.ts';
+import { presentKinds } from '../../store/token-counts.ts';
 import { iso, usd } from '../present.ts';
 import {
   dailyStatsSchema,
@@ -18,7 +19,7 @@ import {
 
 const config = { auth: 'admin' } as const;
 const CSV_COLUMNS =
-  'request_id,account_id,key_id,model,status,prompt_tokens,completion_tokens,total_tokens,cost_usd,created_at\n';
+  'request_id,account_id,key_id,model,status,prompt_tokens,completion_tokens,total_tokens,cost_usd,created_at,input_tokens,cached_input_tokens,cache_write_tokens,cache_write_1h_tokens,reasoning_tokens\n';
 
 /** Under `/api/admin`: operators' reports: statistics over time, deployments' health, the webhook backlog, the usage export. */
 export const operatorReportRoutes: FastifyPluginAsync<Pick<Services, 'operators'>> = async (
@@ -202,6 +203,8 @@ function jsonOf(row: ExportedUsage): Record<string, unknown> {
     total_tokens: row.promptTokens + row.completionTokens,
     cost_usd: usd(row.costMicros),
     created_at: iso(row.createdAt),
+    // After the original columns, so a reader of the older export finds them where they were.
+    ...presentKinds(row.promptTokens, row),
   };
 }
 

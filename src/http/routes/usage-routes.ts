@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Services } from '../app-services.ts';
 import type { UsageGroup } from '../../store/usage-repo.ts';
+import { type KindCounts, presentKinds } from '../../store/token-counts.ts';
 import { iso, usd } from '../present.ts';
 import { userOf } from './principal.ts';
 import {
@@ -42,16 +43,19 @@ export const usageRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (a
         to: request.query.to,
         groupBy: request.query.group_by,
       });
-      const present = (row: {
-        requests: number;
-        promptTokens: number;
-        completionTokens: number;
-        costMicros: number;
-      }) => ({
+      const present = (
+        row: {
+          requests: number;
+          promptTokens: number;
+          completionTokens: number;
+          costMicros: number;
+        } & KindCounts,
+      ) => ({
         requests: row.requests,
         prompt_tokens: row.promptTokens,
         completion_tokens: row.completionTokens,
         total_tokens: row.promptTokens + row.completionTokens,
+        ...presentKinds(row.promptTokens, row),
         cost_usd: usd(row.costMicros),
       });
       return {
@@ -97,6 +101,7 @@ export const usageRoutes: FastifyPluginAsync<Pick<Services, 'usage'>> = async (a
           prompt_tokens: row.promptTokens,
           completion_tokens: row.completionTokens,
           total_tokens: row.promptTokens + row.completionTokens,
+          ...presentKinds(row.promptTokens, row),
           cost_usd: usd(row.costMicros),
           status: row.status,
           latency_ms: row.latencyMs,

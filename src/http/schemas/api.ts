@@ -270,11 +270,22 @@ export const ownKeySchema = {
 } as const;
 export type OwnKey = FromSchema<typeof ownKeySchema>;
 
+/** The kinds of a usage row's tokens: of the prompt, cache reads and writes; of the completion, reasoning. */
+const tokenKindProperties = {
+  input_tokens: { type: 'integer', description: 'prompt tokens neither read from nor written to a cache' },
+  cached_input_tokens: { type: 'integer', description: "prompt tokens read from the upstream's cache" },
+  cache_write_tokens: { type: 'integer', description: "prompt tokens written to the upstream's cache" },
+  cache_write_1h_tokens: { type: 'integer', description: 'of the cache writes, those kept for an hour' },
+  reasoning_tokens: { type: 'integer', description: 'of the completion tokens, hidden reasoning' },
+} as const;
+export type TokenKinds = FromSchema<{ type: 'object'; properties: typeof tokenKindProperties }>;
+
 const usageTotalsProperties = {
   requests: integer,
   prompt_tokens: integer,
   completion_tokens: integer,
   total_tokens: integer,
+  ...tokenKindProperties,
   cost_usd: usd,
 } as const;
 const usageTotalsRequired = [
@@ -339,6 +350,7 @@ export const recentRequestSchema = {
     prompt_tokens: integer,
     completion_tokens: integer,
     total_tokens: integer,
+    ...tokenKindProperties,
     cost_usd: usd,
     status: string,
     latency_ms: { type: 'number' },
@@ -458,7 +470,13 @@ export const modelSchema = {
       type: 'object',
       required: ['input_usd_per_million', 'output_usd_per_million'],
       additionalProperties: false,
-      properties: { input_usd_per_million: usd, output_usd_per_million: usd },
+      properties: {
+        input_usd_per_million: usd,
+        output_usd_per_million: usd,
+        cached_input_usd_per_million: usd,
+        cache_write_usd_per_million: usd,
+        cache_write_1h_usd_per_million: usd,
+      },
     },
   },
 } as const;

@@ -296,7 +296,12 @@ describe('convertAnthropicResponse', () => {
     assert.deepEqual(completion.choices, [
       { index: 0, message: { role: 'assistant', content: 'Hello, world.' }, finish_reason: 'stop' },
     ]);
-    assert.deepEqual(completion.usage, { prompt_tokens: 15, completion_tokens: 5, total_tokens: 20 });
+    assert.deepEqual(completion.usage, {
+      prompt_tokens: 15,
+      completion_tokens: 5,
+      total_tokens: 20,
+      prompt_tokens_details: { cached_tokens: 3 },
+    });
   });
 
   it('tool_use blocks become tool calls with JSON arguments; no text is content null', () => {

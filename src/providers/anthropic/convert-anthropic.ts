@@ -9,6 +9,7 @@ import type {
 } from '../../core/chat-types.ts';
 import { knownParams } from '../../core/known-params.ts';
 import { ProviderError } from '../../core/provider-error.ts';
+import { kindsOfAnthropic, usageOfKinds } from '../../billing/token-kinds.ts';
 
 /**
  * The tool a structured answer comes through: the Messages API has no `response_format`, so the schema is
@@ -31,6 +32,10 @@ export interface AnthropicUsage {
   output_tokens?: number;
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
+  cache_creation?: {
+    ephemeral_5m_input_tokens?: number | null;
+    ephemeral_1h_input_tokens?: number | null;
+  } | null;
 }
 
 export interface AnthropicResponse {
@@ -177,12 +182,8 @@ export function mapAnthropicStopReason(reason: string | null | undefined): Finis
 export const anthropicPromptTokens = (usage: AnthropicUsage): number =>
   (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
 
-/** An Anthropic `usage` object as the canonical count: the one place this adapter reads token counts. */
-export function anthropicUsage(usage: AnthropicUsage): Usage {
-  const prompt = anthropicPromptTokens(usage);
-  const completion = usage.output_tokens ?? 0;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
-}
+/** Anthropic's usage as canonical usage: the prompt is its input plus cache reads and writes, each kind told apart. */
+export const anthropicUsage = (usage: AnthropicUsage): Usage => usageOfKinds(kindsOfAnthropic(usage));
 
 /** A whole Messages API answer as a chat completion. */
 export function convertAnthropicResponse(response: AnthropicResponse): ChatCompletion {

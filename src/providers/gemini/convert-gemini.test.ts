@@ -87,6 +87,7 @@ describe('convert-gemini', () => {
         prompt_tokens: 12,
         completion_tokens: 12,
         total_tokens: 24,
+        completion_tokens_details: { reasoning_tokens: 7 },
       },
     );
     const blocked = convertGeminiResponse(

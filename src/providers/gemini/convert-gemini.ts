@@ -8,6 +8,7 @@ import type {
   Usage,
 } from '../../core/chat-types.ts';
 import { knownParams } from '../../core/known-params.ts';
+import { kindsOfGemini, usageOfKinds } from '../../billing/token-kinds.ts';
 
 /** One part of a Gemini `Content` (the kinds we send or read; others are ignored). */
 export interface GeminiPart {
@@ -24,6 +25,7 @@ interface GeminiContent {
 
 export interface GeminiUsage {
   promptTokenCount?: number;
+  cachedContentTokenCount?: number;
   candidatesTokenCount?: number;
   thoughtsTokenCount?: number;
   toolUsePromptTokenCount?: number;
@@ -168,11 +170,12 @@ export function mapGeminiFinishReason(reason: string | undefined, calledTools: b
   }
 }
 
-/** Prompt tokens (tool-use prompts included) and output tokens (thinking included, as it is billed). */
+/**
+ * Prompt tokens (tool-use prompts included; the cached part, which `promptTokenCount` includes, told apart) and
+ * output tokens (thinking included, as it is billed, and told apart as reasoning).
+ */
 export function geminiUsage(usage: GeminiUsage | undefined): Usage {
-  const prompt = (usage?.promptTokenCount ?? 0) + (usage?.toolUsePromptTokenCount ?? 0);
-  const completion = (usage?.candidatesTokenCount ?? 0) + (usage?.thoughtsTokenCount ?? 0);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  return usageOfKinds(kindsOfGemini(usage));
 }
 
 /** A function call part as a tool call; Gemini gives ids only sometimes, so one is made when missing. */

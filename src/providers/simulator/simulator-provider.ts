@@ -9,7 +9,9 @@ import type {
   FinishReason,
   ToolCall,
   ToolDefinition,
+  Usage,
 } from '../../core/chat-types.ts';
+import { PrefixCache } from './prefix-cache.ts';
 import { knownParams, type KnownParams } from '../../core/known-params.ts';
 import { ownBytes, type PassChunk, RawChunk } from '../../core/raw-chunk.ts';
 import type { EventBatch } from '../../core/stream-event.ts';
@@ -59,6 +61,7 @@ export function createSimulatorProvider(options: {
   chunkIntervalMs: number;
   firstTokenMs: number;
 }): PassThroughProvider {
+  const cache = new PrefixCache();
   return {
     id: options.id,
     async complete(call) {
@@ -66,8 +69,7 @@ export function createSimulatorProvider(options: {
       const answers = Array.from({ length: choicesOf(call.request) }, (_, choice) =>
         compose(call.request, choice),
       );
-      const completionTokens = answers.reduce((sum, answer) => sum + answer.completionTokens, 0);
-      const promptTokens = await promptTokensOf(call);
+      const usage = simulatedUsage(call, answers, await promptTokensOf(call), cache);
       const completion: ChatCompletion = {
         id: `chatcmpl-sim${nextId()}`,
         object: 'chat.completion',
@@ -89,11 +91,7 @@ export function createSimulatorProvider(options: {
           finish_reason: answer.finishReason,
           ...(answer.stopSequence !== undefined ? { stop_reason: answer.stopSequence } : {}),
         })),
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: completionTokens,
-          total_tokens: promptTokens + completionTokens,
-        },
+        usage,
       };
       return completion;
     },
@@ -101,7 +99,7 @@ export function createSimulatorProvider(options: {
       // The same chunks as canonical events; those due at the same moment in one batch, as on the fast path.
       let batch: EventBatch = [];
       let started = false;
-      for (const step of planFor(call, options, await promptTokensOf(call))) {
+      for (const step of planFor(call, options, begin(call, await promptTokensOf(call), cache))) {
         if (step.afterMs > 0 && batch.length > 0) {
           yield batch;
           batch = [];
@@ -115,7 +113,7 @@ export function createSimulatorProvider(options: {
     passThrough(call) {
       // A usual prompt is counted at once: the fast path takes no extra turn for it.
       const counted = promptTokensOf(call);
-      const open = (tokens: number) => passThrough(passPlan(call, options, tokens), call.signal);
+      const open = (tokens: number) => passThrough(passPlan(call, options, tokens, cache), call.signal);
       return typeof counted === 'number' ? open(counted) : counted.then(open);
     },
     async close() {},
@@ -138,9 +136,47 @@ type ChunkBase = Pick<ChatChunk, 'id' | 'object' | 'created' | 'model'>;
 
 /** What a simulated stream is made from: the answer (known in advance), its prompt's tokens, the chunks' base. */
 interface Begun {
+  /** The first choice's answer (the one a request for one choice gets). */
   answer: Answer;
-  promptTokens: number;
+  /** Every choice's answer, the first included (`n`). */
+  answers: Answer[];
+  /** The whole request's usage: the prompt once, every choice's completion. */
+  usage: Usage;
   base: ChunkBase;
+}
+
+/** The simulated models that reason before they answer (the catalog's reasoning models). */
+const REASONING_MODELS = new Set(['model-a', 'model-d']);
+/** The hidden reasoning such a model reports, when its answer's token limit leaves room for it. */
+const REASONING_TOKENS = 48;
+
+/**
+ * The usage the simulator reports: the prompt, of which what its prompt cache held for this account; each
+ * choice's answer, and for a reasoning model the reasoning before it, within the token limit (so an answer never
+ * costs more than its hold).
+ */
+function simulatedUsage(call: ProviderCall, answers: Answer[], promptTokens: number, cache: PrefixCache): Usage {
+  const known = knownParams(call.request.body);
+  const scope = `${call.account ?? ''}\u0000${call.upstreamModel}`;
+  const cached = cache.use(scope, call.request.messages, known.tools, promptTokens);
+  let completion = 0;
+  let reasoning = 0;
+  for (const answer of answers) {
+    const room = (known.maxTokens ?? call.defaultMaxTokens) - answer.completionTokens;
+    const thought =
+      REASONING_MODELS.has(call.upstreamModel) && answer.finishReason !== 'length'
+        ? Math.max(0, Math.min(REASONING_TOKENS, room))
+        : 0;
+    completion += answer.completionTokens + thought;
+    reasoning += thought;
+  }
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completion,
+    total_tokens: promptTokens + completion,
+    ...(cached > 0 ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
+    ...(reasoning > 0 ? { completion_tokens_details: { reasoning_tokens: reasoning } } : {}),
+  };
 }
 
 /**
@@ -154,10 +190,12 @@ const promptTokensOf = (call: ProviderCall): number | Promise<number> =>
     Number.POSITIVE_INFINITY,
   );
 
-function begin(call: ProviderCall, promptTokens: number): Begun {
+function begin(call: ProviderCall, promptTokens: number, cache: PrefixCache): Begun {
+  const answers = Array.from({ length: choicesOf(call.request) }, (_, choice) => compose(call.request, choice));
   return {
-    answer: compose(call.request),
-    promptTokens,
+    answer: answers[0]!,
+    answers,
+    usage: simulatedUsage(call, answers, promptTokens, cache),
     base: {
       id: `chatcmpl-sim${nextId()}`,
       object: 'chat.completion.chunk',
@@ -168,29 +206,16 @@ function begin(call: ProviderCall, promptTokens: number): Begun {
 }
 
 /** The stream's last chunk: its usage, and no choice. */
-const usageChunk = (base: ChunkBase, answer: Answer, promptTokens: number): ChatChunk => ({
-  ...base,
-  choices: [],
-  usage: {
-    prompt_tokens: promptTokens,
-    completion_tokens: answer.completionTokens,
-    total_tokens: promptTokens + answer.completionTokens,
-  },
-});
+const usageChunk = (base: ChunkBase, usage: Usage): ChatChunk => ({ ...base, choices: [], usage });
 
 /**
  * The stream of all the request's choices (`n`): each choice's chunks in turn, with its index, and one usage chunk
  * at the end counting every choice's completion.
  */
-function planFor(call: ProviderCall, options: PlanOptions, promptTokens: number, first?: Begun): Step[] {
-  const begun = first ?? begin(call, promptTokens);
-  const n = choicesOf(call.request);
-  if (n === 1) return plan(call, options, begun);
+function planFor(call: ProviderCall, options: PlanOptions, begun: Begun): Step[] {
+  if (begun.answers.length === 1) return plan(call, options, begun);
   const steps: Step[] = [];
-  let completionTokens = 0;
-  for (let choice = 0; choice < n; choice++) {
-    const answer = choice === 0 ? begun.answer : compose(call.request, choice);
-    completionTokens += answer.completionTokens;
+  for (const [choice, answer] of begun.answers.entries()) {
     const own = plan(call, options, { ...begun, answer });
     // Its last step is its usage chunk: one for the whole stream comes after every choice.
     for (const step of own.slice(0, -1)) {
@@ -198,13 +223,13 @@ function planFor(call: ProviderCall, options: PlanOptions, promptTokens: number,
       steps.push(step);
     }
   }
-  steps.push({ chunk: usageChunk(begun.base, { completionTokens } as Answer, promptTokens), afterMs: 0 });
+  steps.push({ chunk: usageChunk(begun.base, begun.usage), afterMs: 0 });
   return steps;
 }
 
 /** The chunks the simulator streams for `call` as parsed chunks, in order, with their pace. */
 function plan(call: ProviderCall, options: PlanOptions, begun: Begun): Step[] {
-  const { answer, promptTokens, base } = begun;
+  const { answer, usage, base } = begun;
   const chunk = (
     delta: ChatChunk['choices'][number]['delta'],
     finish: FinishReason | null = null,
@@ -246,7 +271,7 @@ function plan(call: ProviderCall, options: PlanOptions, begun: Begun): Step[] {
   const last = chunk({}, answer.finishReason);
   if (answer.stopSequence !== undefined) last.choices[0]!.stop_reason = answer.stopSequence;
   add(last, 0);
-  add(usageChunk(base, answer, promptTokens), 0);
+  add(usageChunk(base, usage), 0);
   return steps;
 }
 
@@ -301,11 +326,16 @@ interface PassPlan {
  * The pass-through plan: text answers' chunks as bytes (see rawChunks), made as they are due; tool calls and
  * logprobs (rare) as the parsed chunks `plan` makes, all at once.
  */
-function passPlan(call: ProviderCall, options: PlanOptions, promptTokens: number): PassPlan {
-  const begun = begin(call, promptTokens);
-  const { answer, base } = begun;
-  if (answer.toolCall !== undefined || wantsLogprobs(call.request) || choicesOf(call.request) > 1) {
-    const steps = planFor(call, options, promptTokens, begun);
+function passPlan(
+  call: ProviderCall,
+  options: PlanOptions,
+  promptTokens: number,
+  cache: PrefixCache,
+): PassPlan {
+  const begun = begin(call, promptTokens, cache);
+  const { answer, base, usage } = begun;
+  if (answer.toolCall !== undefined || wantsLogprobs(call.request) || begun.answers.length > 1) {
+    const steps = planFor(call, options, begun);
     let at = 0;
     return { count: steps.length, afterMs: (index) => steps[index]!.afterMs, next: () => steps[at++]!.chunk };
   }
@@ -323,7 +353,7 @@ function passPlan(call: ProviderCall, options: PlanOptions, promptTokens: number
       if (index < text.count) return bytes.content(text.next(), index === 0);
       return index === text.count
         ? bytes.finish(answer.finishReason, answer.stopSequence)
-        : usageChunk(base, answer, promptTokens);
+        : usageChunk(base, usage);
     },
   };
 }

@@ -14,6 +14,7 @@ import {
   usd,
 } from '../api.ts';
 import { type ChartSeries, DailyChart } from '../Chart.tsx';
+import { promptKinds, reasoningOf, Tokens } from '../TokenKinds.tsx';
 import { ErrorMessage, Section, Settled, TableWrap } from '../ui.tsx';
 
 export function useAccount() {
@@ -224,7 +225,12 @@ export function RecentTable({ rows }: { rows: RecentRequest[] }) {
             <tr key={row.request_id}>
               <td>{dateTime(row.created_at)}</td>
               <td>{row.model}</td>
-              <td>{num(row.total_tokens)}</td>
+              <td>
+                <Tokens
+                  count={row.total_tokens}
+                  detail={[promptKinds(row), reasoningOf(row)].filter(Boolean).join(', ')}
+                />
+              </td>
               <td>{usd(row.cost_usd)}</td>
               <td>{row.status}</td>
               <td>{row.latency_ms} ms</td>

@@ -53,8 +53,11 @@ function ModelSelect(props: {
       <select id={id} value={props.value} onChange={(e) => props.onChange(e.target.value)}>
         {props.models.map((m) => (
           <option key={m.id} value={m.id}>
-            {m.id} (USD {m.pricing.input_usd_per_million} in / {m.pricing.output_usd_per_million} out per M
-            tokens)
+            {m.id} (USD {m.pricing.input_usd_per_million} in
+            {m.pricing.cached_input_usd_per_million !== undefined
+              ? `, ${m.pricing.cached_input_usd_per_million} cached`
+              : ''}{' '}
+            / {m.pricing.output_usd_per_million} out per M tokens)
           </option>
         ))}
       </select>

@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useEffect, useMemo, useState } from 'react';
 import { api, type ApiKey, date, type List, num, type Usage, usd } from '../api.ts';
 import { DailyChart } from '../Chart.tsx';
+import { promptKinds, reasoningOf, Tokens } from '../TokenKinds.tsx';
 import { ErrorMessage, Field, Section, TableWrap } from '../ui.tsx';
 import { daysBetween } from './Overview.tsx';
 
@@ -10,11 +11,20 @@ const daysAgo = (n: number): string => new Date(Date.now() - n * 86_400_000).toI
 
 function toCsv(usage: Usage): string {
   const group = usage.group_by === 'key' ? 'key_id' : usage.group_by;
-  const lines = [`${group},requests,prompt_tokens,completion_tokens,total_tokens,cost_usd`];
+  const lines = [
+    `${group},requests,prompt_tokens,completion_tokens,total_tokens,cost_usd,input_tokens,cached_input_tokens,cache_write_tokens,cache_write_1h_tokens,reasoning_tokens`,
+  ];
   for (const row of usage.data) {
     const key = String(row[group] ?? '').replaceAll('"', '""');
+    const kinds = [
+      row.input_tokens ?? row.prompt_tokens,
+      row.cached_input_tokens ?? 0,
+      row.cache_write_tokens ?? 0,
+      row.cache_write_1h_tokens ?? 0,
+      row.reasoning_tokens ?? 0,
+    ].join(',');
     lines.push(
-      `"${key}",${row.requests},${row.prompt_tokens},${row.completion_tokens},${row.total_tokens},${row.cost_usd}`,
+      `"${key}",${row.requests},${row.prompt_tokens},${row.completion_tokens},${row.total_tokens},${row.cost_usd},${kinds}`,
     );
   }
   return `${lines.join('\n')}\n`;
@@ -116,8 +126,12 @@ export function UsagePage() {
                     <tr key={key}>
                       <td>{row.day ? date(row.day) : row.key_id ? keyLabel(row.key_id) : key}</td>
                       <td>{num(row.requests)}</td>
-                      <td>{num(row.prompt_tokens)}</td>
-                      <td>{num(row.completion_tokens)}</td>
+                      <td>
+                        <Tokens count={row.prompt_tokens} detail={promptKinds(row)} />
+                      </td>
+                      <td>
+                        <Tokens count={row.completion_tokens} detail={reasoningOf(row)} />
+                      </td>
                       <td>{usd(row.cost_usd)}</td>
                     </tr>
                   );
@@ -127,8 +141,12 @@ export function UsagePage() {
                 <tr>
                   <th scope="row">Total</th>
                   <td>{num(data.total.requests)}</td>
-                  <td>{num(data.total.prompt_tokens)}</td>
-                  <td>{num(data.total.completion_tokens)}</td>
+                  <td>
+                    <Tokens count={data.total.prompt_tokens} detail={promptKinds(data.total)} />
+                  </td>
+                  <td>
+                    <Tokens count={data.total.completion_tokens} detail={reasoningOf(data.total)} />
+                  </td>
                   <td>{usd(data.total.cost_usd)}</td>
                 </tr>
               </tfoot>

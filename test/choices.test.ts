@@ -45,7 +45,10 @@ describe('n choices on chat completions', () => {
     );
     const texts = answer.choices.map((choice) => choice.message.content ?? '');
     assert.equal(new Set(texts).size, 3, 'three samples, not one repeated');
-    const completion = texts.reduce((sum, text) => sum + countTextTokens(text), 0);
+    // model-a reasons before each answer: its hidden reasoning is part of each choice's completion.
+    const reasoning = answer.usage!.completion_tokens_details?.reasoning_tokens ?? 0;
+    assert.ok(reasoning > 0, 'each choice of a reasoning model reports its reasoning');
+    const completion = texts.reduce((sum, text) => sum + countTextTokens(text), 0) + reasoning;
     assert.equal(answer.usage!.completion_tokens, completion);
     const one = await openai.chat.completions.create({ model: 'model-a', messages });
     assert.equal(answer.usage!.prompt_tokens, one.usage!.prompt_tokens, 'the prompt counts once');

@@ -18,6 +18,8 @@ const LEDGER_TABLES = [
   'holds',
   'credit_grants',
   'instance_leases',
+  // An account's owner membership refers to it.
+  'members',
   'accounts',
 ];
 const postgres = BACKENDS.find((backend) => backend.name === 'postgres');

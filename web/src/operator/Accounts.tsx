@@ -4,7 +4,7 @@ import { Link, useSearchParams } from 'react-router';
 import { api, dateTime, type List, num, type Plan, usd } from '../api.ts';
 import { planName } from '../format.ts';
 import { DataTable, ErrorMessage, Field, Section } from '../ui.tsx';
-import { type AdminAccount, type AdminAccountPage, query } from './operator-api.ts';
+import { type AdminAccountPage, query } from './operator-api.ts';
 import { Pager } from './Pager.tsx';
 import { Select } from './Select.tsx';
 

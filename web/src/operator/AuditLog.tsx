@@ -3,7 +3,7 @@ import { useState } from 'react';
 import { Link } from 'react-router';
 import { api, dateTime, num } from '../api.ts';
 import { DataTable, ErrorMessage, Field, Section } from '../ui.tsx';
-import { type AuditEntry, type AuditPage, query } from './operator-api.ts';
+import { type AuditPage, query } from './operator-api.ts';
 import { Pager } from './Pager.tsx';
 
 const PAGE_SIZE = 50;

@@ -64,18 +64,26 @@ export async function api<T>(path: string, options: { method?: string; body?: un
 export type {
   Accepted,
   Account,
+  BillingAlerts,
+  BillingDetails,
   AccountDetails,
   ApiKey,
   Checkout,
   DailyByModel,
   Delivery,
+  Invitation,
+  Invoice,
   IssuedKey,
+  Member,
   Model,
   Order,
+  Organization,
   Plan,
   RecentRequest,
   RecentRequests,
   Session,
+  Subscription,
+  SubscriptionAnswer,
   TokenKinds,
   Usage,
   UsageRow,
@@ -89,23 +97,3 @@ export interface List<T> {
 
 export { date, dateTime, num, usd } from './format.ts';
 export const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
-
-export interface Organization {
-  object: 'organization';
-  id: string;
-  name: string;
-  plan: string;
-  role: 'owner' | 'admin' | 'billing' | 'developer' | 'viewer';
-  member_id: string;
-  created_at: string;
-}
-
-export interface Member {
-  id: string;
-  email: string;
-  role: Organization['role'];
-  limit_usd: number | null;
-  limit_period: string | null;
-  allowed_models: string[] | null;
-  created_at: string;
-}

@@ -15,60 +15,25 @@ import { GatewayError } from '../../core/gateway-error.ts';
 import { microsToUsd, usdToMicros } from '../../core/money.ts';
 import { CSRF_HEADER, sessionCookie } from '../session-cookie.ts';
 import { asUser, userOf } from './principal.ts';
+import {
+  type Invitation,
+  type Member,
+  type Organization,
+  adminMembersSchema,
+  invitationAcceptedSchema,
+  invitationSchema,
+  invitationsSchema,
+  memberRoles,
+  memberSchema,
+  membersSchema,
+  noContentSchema,
+  organizationSchema,
+  organizationsSchema,
+} from '../schemas/api.ts';
 
-const nullableString = { type: ['string', 'null'] } as const;
-
-const organizationSchema = {
-  type: 'object',
-  required: ['object', 'id', 'name', 'plan', 'role', 'created_at'],
-  properties: {
-    object: { const: 'organization' },
-    id: { type: 'string' },
-    name: { type: 'string' },
-    plan: { type: 'string' },
-    role: { type: 'string', enum: MEMBER_ROLES },
-    member_id: { type: 'string' },
-    created_at: { type: 'string' },
-  },
-} as const;
-
-const memberSchema = {
-  type: 'object',
-  required: ['object', 'id', 'email', 'role', 'limit_usd', 'limit_period', 'allowed_models', 'created_at'],
-  properties: {
-    object: { const: 'organization.member' },
-    id: { type: 'string' },
-    email: { type: 'string' },
-    role: { type: 'string', enum: MEMBER_ROLES },
-    limit_usd: { type: ['number', 'null'] },
-    limit_period: nullableString,
-    allowed_models: { type: ['array', 'null'], items: { type: 'string' } },
-    created_at: { type: 'string' },
-  },
-} as const;
-
-const invitationSchema = {
-  type: 'object',
-  required: ['object', 'id', 'email', 'role', 'created_at', 'expires_at', 'status'],
-  properties: {
-    object: { const: 'organization.invitation' },
-    id: { type: 'string' },
-    email: { type: 'string' },
-    role: { type: 'string', enum: MEMBER_ROLES },
-    created_at: { type: 'string' },
-    expires_at: { type: 'string' },
-    status: { type: 'string', enum: ['open', 'accepted', 'expired', 'revoked'] },
-    /** The single-use secret, only in the answer that creates the invitation. */
-    token: { type: 'string' },
-  },
-} as const;
-
-const list = (item: object) =>
-  ({
-    type: 'object',
-    required: ['object', 'data'],
-    properties: { object: { const: 'list' }, data: { type: 'array', items: item } },
-  }) as const;
+// The roles the answers name are the roles there are.
+const sameRoles: typeof MEMBER_ROLES = memberRoles;
+void sameRoles;
 
 const idParams = {
   type: 'object',
@@ -116,7 +81,7 @@ const acceptBody = {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-function presentOrganization(organization: AccountRecord, member: MemberRecord) {
+function presentOrganization(organization: AccountRecord, member: MemberRecord): Organization {
   return {
     object: 'organization' as const,
     id: organization.id,
@@ -128,7 +93,7 @@ function presentOrganization(organization: AccountRecord, member: MemberRecord) 
   };
 }
 
-function presentMember(member: MemberWithEmail) {
+function presentMember(member: MemberWithEmail): Member {
   return {
     object: 'organization.member' as const,
     id: member.id,
@@ -141,8 +106,8 @@ function presentMember(member: MemberWithEmail) {
   };
 }
 
-function presentInvitation(invitation: InvitationRecord, now: number, token?: string) {
-  const status =
+function presentInvitation(invitation: InvitationRecord, now: number, token?: string): Invitation {
+  const status: Invitation['status'] =
     invitation.revokedAt !== null
       ? 'revoked'
       : invitation.acceptedAt !== null
@@ -192,7 +157,7 @@ export const organizationRoutes: FastifyPluginAsync<
 
   app.get(
     '/organizations',
-    { config, schema: { response: { 200: list(organizationSchema) } } },
+    { config, schema: { response: { 200: organizationsSchema } } },
     async (request) => {
       const actor = await actorOf(request);
       const memberships = await orgs.list(actor.person.id);
@@ -232,7 +197,7 @@ export const organizationRoutes: FastifyPluginAsync<
 
   app.get<{ Params: { id: string } }>(
     '/organizations/:id/members',
-    { config, schema: { params: idParams, response: { 200: list(memberSchema) } } },
+    { config, schema: { params: idParams, response: { 200: membersSchema } } },
     async (request) => ({
       object: 'list' as const,
       data: (await orgs.members(request.params.id)).map(presentMember),
@@ -297,7 +262,7 @@ export const organizationRoutes: FastifyPluginAsync<
 
   app.get<{ Params: { id: string } }>(
     '/organizations/:id/invitations',
-    { config, schema: { params: idParams, response: { 200: list(invitationSchema) } } },
+    { config, schema: { params: idParams, response: { 200: invitationsSchema } } },
     async (request) => {
       const now = services.clock();
       return {
@@ -330,6 +295,7 @@ export const organizationRoutes: FastifyPluginAsync<
           type: 'object',
           properties: { ...idParams.properties, invitation_id: { type: 'string', maxLength: 100 } },
         },
+        response: { 204: noContentSchema },
       },
     },
     async (request, reply) => {
@@ -345,17 +311,7 @@ export const organizationRoutes: FastifyPluginAsync<
       config: { auth: 'admin' },
       schema: {
         params: idParams,
-        response: {
-          200: {
-            type: 'object',
-            required: ['object', 'data', 'invitations'],
-            properties: {
-              object: { const: 'list' },
-              data: { type: 'array', items: memberSchema },
-              invitations: { type: 'array', items: invitationSchema },
-            },
-          },
-        },
+        response: { 200: adminMembersSchema },
       },
     },
     async (request) => {
@@ -374,17 +330,7 @@ export const organizationRoutes: FastifyPluginAsync<
     {
       schema: {
         body: acceptBody,
-        response: {
-          200: {
-            type: 'object',
-            required: ['object', 'organization_id', 'member'],
-            properties: {
-              object: { const: 'organization.invitation.accepted' },
-              organization_id: { type: 'string' },
-              member: memberSchema,
-            },
-          },
-        },
+        response: { 200: invitationAcceptedSchema },
       },
     },
     async (request) => {

@@ -7,6 +7,20 @@ import { userOf } from './principal.ts';
 import { overageCharge } from '../../payments/billing-cycle.ts';
 import { ALERT_EVENTS } from '../../payments/billing-alerts.ts';
 import type { PlanConfig } from '../../core/config.ts';
+import {
+  type BillingAlerts,
+  type BillingClock,
+  type BillingDetails,
+  type Invoice,
+  type Subscription,
+  type SubscriptionAnswer,
+  billingAlertsSchema,
+  billingClockSchema,
+  billingDetailsSchema,
+  invoiceSchema,
+  invoicesSchema,
+  subscriptionAnswerSchema,
+} from '../schemas/api.ts';
 
 type Deps = Pick<Services, 'config' | 'cycle' | 'store'>;
 
@@ -16,7 +30,7 @@ export function presentSubscription(
   offsetMs: number,
   plan?: PlanConfig,
   accruedMicros = 0,
-): Record<string, unknown> {
+): Subscription {
   const cap = sub.overageCapMicros ?? plan?.defaultOverageCapMicros ?? 0;
   const at = (ms: number | null): string | null => (ms === null ? null : iso(ms + offsetMs));
   const renews = sub.status === 'active' && !sub.cancelAtPeriodEnd;
@@ -24,8 +38,8 @@ export function presentSubscription(
     plan: sub.plan,
     status: sub.status,
     provider: sub.provider,
-    current_period_start: at(sub.periodStart),
-    current_period_end: at(sub.periodEnd),
+    current_period_start: iso(sub.periodStart + offsetMs),
+    current_period_end: iso(sub.periodEnd + offsetMs),
     cancel_at_period_end: sub.cancelAtPeriodEnd,
     next_plan: sub.nextPlan,
     next_renewal_at: renews ? at(sub.periodEnd) : null,
@@ -42,50 +56,10 @@ export function presentSubscription(
   };
 }
 
-const LINE = {
-  type: 'object',
-  required: ['description', 'amount_usd'],
-  properties: { description: { type: 'string' }, amount_usd: { type: 'number' } },
-} as const;
-
-const PARTY = {
-  type: 'object',
-  properties: {
-    name: { type: ['string', 'null'] },
-    email: { type: ['string', 'null'] },
-    address: { type: ['string', 'null'] },
-    tax_id: { type: ['string', 'null'] },
-  },
-} as const;
-
-/** One invoice (`GET /api/invoices/{id}`, and each item of the list). */
-export const INVOICE_SCHEMA = {
-  type: 'object',
-  required: ['id', 'object', 'number', 'issued_at', 'currency', 'total_usd', 'lines', 'seller', 'buyer'],
-  properties: {
-    id: { type: 'string' },
-    object: { type: 'string', const: 'invoice' },
-    number: { type: 'string' },
-    order_id: { type: ['string', 'null'] },
-    issued_at: { type: 'string', format: 'date-time' },
-    currency: { type: 'string' },
-    total_usd: { type: 'number' },
-    lines: { type: 'array', items: LINE },
-    seller: PARTY,
-    buyer: PARTY,
-  },
-} as const;
-
-export const INVOICE_LIST_SCHEMA = {
-  type: 'object',
-  required: ['object', 'data'],
-  properties: { object: { type: 'string', const: 'list' }, data: { type: 'array', items: INVOICE_SCHEMA } },
-} as const;
-
-export function presentInvoice(invoice: InvoiceRecord, seller: string): Record<string, unknown> {
+export function presentInvoice(invoice: InvoiceRecord, seller: string): Invoice {
   return {
     id: invoice.id,
-    object: 'invoice',
+    object: 'invoice' as const,
     number: `TG-${String(invoice.number).padStart(6, '0')}`,
     order_id: invoice.orderId,
     issued_at: iso(invoice.issuedAt),
@@ -110,13 +84,14 @@ const SELLER = 'Tollgate';
 /** `/api/billing/subscription…` and `/api/billing/details`: the account's own subscription and details. */
 export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services) => {
   const user = { config: { auth: 'user' } } as const;
-  const show = async (accountId: string): Promise<Record<string, unknown>> => {
+  const answer = { response: { 200: subscriptionAnswerSchema } } as const;
+  const show = async (accountId: string): Promise<SubscriptionAnswer> => {
     const sub = await services.cycle.subscription(accountId);
-    if (!sub) return { object: 'subscription', subscription: null };
+    if (!sub) return { object: 'subscription' as const, subscription: null };
     const offset = await services.store.billing.clockOffset(accountId);
     const accrued = await services.store.billing.accruedOverage(accountId);
     const plan = services.config.plans.get(sub.plan);
-    return { object: 'subscription', subscription: presentSubscription(sub, offset, plan, accrued) };
+    return { object: 'subscription' as const, subscription: presentSubscription(sub, offset, plan, accrued) };
   };
 
   app.put<{ Body: { cap_usd: number | null } }>(
@@ -130,6 +105,7 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
           additionalProperties: false,
           properties: { cap_usd: { type: ['number', 'null'], minimum: 0, maximum: 1_000_000 } },
         },
+        ...answer,
       },
     },
     async (request) => {
@@ -140,15 +116,15 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
     },
   );
 
-  app.get('/subscription', user, async (request) => show(userOf(request).account.id));
+  app.get('/subscription', { ...user, schema: answer }, async (request) => show(userOf(request).account.id));
 
-  app.post('/subscription/cancel', user, async (request) => {
+  app.post('/subscription/cancel', { ...user, schema: answer }, async (request) => {
     const id = userOf(request).account.id;
     await services.cycle.cancel(id);
     return show(id);
   });
 
-  app.post('/subscription/resume', user, async (request) => {
+  app.post('/subscription/resume', { ...user, schema: answer }, async (request) => {
     const id = userOf(request).account.id;
     await services.cycle.resume(id);
     return show(id);
@@ -165,6 +141,7 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
           additionalProperties: false,
           properties: { plan: { type: 'string', maxLength: 40 } },
         },
+        ...answer,
       },
     },
     async (request) => {
@@ -185,6 +162,7 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
           additionalProperties: false,
           properties: { declines: { type: 'boolean' } },
         },
+        ...answer,
       },
     },
     async (request) => {
@@ -194,7 +172,7 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
     },
   );
 
-  const alertSettings = async (accountId: string): Promise<Record<string, unknown>> => {
+  const alertSettings = async (accountId: string): Promise<BillingAlerts> => {
     const settings = await services.store.billing.alertSettings(accountId);
     return {
       low_balance_usd: settings.lowBalanceMicros === null ? null : usd(settings.lowBalanceMicros),
@@ -202,7 +180,9 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
     };
   };
 
-  app.get('/alerts', user, async (request) => alertSettings(userOf(request).account.id));
+  app.get('/alerts', { ...user, schema: { response: { 200: billingAlertsSchema } } }, async (request) =>
+    alertSettings(userOf(request).account.id),
+  );
 
   app.put<{ Body: { low_balance_usd: number | null; webhook_events: string[] } }>(
     '/alerts',
@@ -222,6 +202,7 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
             },
           },
         },
+        response: { 200: billingAlertsSchema },
       },
     },
     async (request) => {
@@ -236,10 +217,14 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
     },
   );
 
-  app.get('/details', user, async (request) => {
-    const details = await services.store.billing.details(userOf(request).account.id);
-    return { name: details.name, address: details.address, tax_id: details.taxId };
-  });
+  app.get(
+    '/details',
+    { ...user, schema: { response: { 200: billingDetailsSchema } } },
+    async (request): Promise<BillingDetails> => {
+      const details = await services.store.billing.details(userOf(request).account.id);
+      return { name: details.name, address: details.address, tax_id: details.taxId };
+    },
+  );
 
   app.put<{ Body: { name?: string | null; address?: string | null; tax_id?: string | null } }>(
     '/details',
@@ -255,9 +240,10 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
             tax_id: { type: ['string', 'null'], maxLength: 64 },
           },
         },
+        response: { 200: billingDetailsSchema },
       },
     },
-    async (request) => {
+    async (request): Promise<BillingDetails> => {
       const blank = (value: string | null | undefined): string | null => value?.trim() || null;
       const details = {
         name: blank(request.body.name),
@@ -274,10 +260,10 @@ export const subscriptionRoutes: FastifyPluginAsync<Deps> = async (app, services
 export const invoiceRoutes: FastifyPluginAsync<Deps> = async (app, services) => {
   app.get(
     '/',
-    { config: { auth: 'user' }, schema: { response: { 200: INVOICE_LIST_SCHEMA } } },
+    { config: { auth: 'user' }, schema: { response: { 200: invoicesSchema } } },
     async (request) => {
       const invoices = await services.store.billing.invoicesOf(userOf(request).account.id);
-      return { object: 'list', data: invoices.map((invoice) => presentInvoice(invoice, SELLER)) };
+      return { object: 'list' as const, data: invoices.map((invoice) => presentInvoice(invoice, SELLER)) };
     },
   );
 
@@ -287,7 +273,7 @@ export const invoiceRoutes: FastifyPluginAsync<Deps> = async (app, services) => 
       config: { auth: 'user' },
       schema: {
         params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } },
-        response: { 200: INVOICE_SCHEMA },
+        response: { 200: invoiceSchema },
       },
     },
     async (request) => {
@@ -315,15 +301,16 @@ export const billingClockRoutes: FastifyPluginAsync<Deps> = async (app, services
             days: { type: 'integer', minimum: 1, maximum: 400 },
           },
         },
+        response: { 200: billingClockSchema },
       },
     },
-    async (request) => {
+    async (request): Promise<BillingClock> => {
       const { account_id: accountId, days } = request.body;
       const { billingNow } = await services.cycle.advance(accountId, days);
       return { account_id: accountId, billing_time: iso(billingNow), ...(await subscriptionOf(accountId)) };
     },
   );
-  const subscriptionOf = async (accountId: string): Promise<Record<string, unknown>> => {
+  const subscriptionOf = async (accountId: string): Promise<Pick<BillingClock, 'subscription'>> => {
     const sub = await services.cycle.subscription(accountId);
     const offset = await services.store.billing.clockOffset(accountId);
     const plan = sub && services.config.plans.get(sub.plan);

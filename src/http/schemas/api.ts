@@ -1036,3 +1036,240 @@ export const readySchema = {
   additionalProperties: false,
   properties: { status: { type: 'string', const: 'ready' } },
 } as const;
+
+/** The account's subscription to a paid plan, dates in the account's billing time. */
+export const subscriptionSchema = {
+  type: 'object',
+  required: [
+    'plan',
+    'status',
+    'provider',
+    'current_period_start',
+    'current_period_end',
+    'cancel_at_period_end',
+    'next_plan',
+    'next_renewal_at',
+    'next_attempt_at',
+    'failed_attempts',
+    'grace_until',
+    'test_card_declines',
+    'overage_price_multiplier',
+    'overage_cap_usd',
+    'overage_cap_is_default',
+    'overage_accrued_list_usd',
+    'overage_accrued_usd',
+    'overage_owed_list_usd',
+  ],
+  additionalProperties: false,
+  properties: {
+    plan: string,
+    status: { type: 'string', enum: ['active', 'past_due', 'canceled', 'expired'] },
+    provider: string,
+    current_period_start: instant,
+    current_period_end: instant,
+    cancel_at_period_end: { type: 'boolean' },
+    /** A downgrade that takes effect at the period end. */
+    next_plan: nullableString,
+    next_renewal_at: nullableInstant,
+    next_attempt_at: nullableInstant,
+    failed_attempts: integer,
+    grace_until: nullableInstant,
+    /** Test provider only: the saved test card declines. */
+    test_card_declines: { type: 'boolean' },
+    overage_price_multiplier: { type: 'number' },
+    /** Null: no cap. */
+    overage_cap_usd: nullableUsd,
+    overage_cap_is_default: { type: 'boolean' },
+    overage_accrued_list_usd: usd,
+    overage_accrued_usd: usd,
+    overage_owed_list_usd: usd,
+  },
+} as const;
+export type Subscription = FromSchema<typeof subscriptionSchema>;
+
+/** `GET /api/billing/subscription` and every change to it: the subscription, null on a plan without one. */
+export const subscriptionAnswerSchema = {
+  type: 'object',
+  required: ['object', 'subscription'],
+  additionalProperties: false,
+  properties: {
+    object: { type: 'string', const: 'subscription' },
+    subscription: { anyOf: [subscriptionSchema, { type: 'null' }] },
+  },
+} as const;
+export type SubscriptionAnswer = FromSchema<typeof subscriptionAnswerSchema>;
+
+/** `POST /api/admin/billing/advance`: the account's billing clock moved on, and its subscription then. */
+export const billingClockSchema = {
+  type: 'object',
+  required: ['account_id', 'billing_time', 'subscription'],
+  additionalProperties: false,
+  properties: {
+    account_id: string,
+    billing_time: instant,
+    subscription: { anyOf: [subscriptionSchema, { type: 'null' }] },
+  },
+} as const;
+export type BillingClock = FromSchema<typeof billingClockSchema>;
+
+/** `GET|PUT /api/billing/alerts`. */
+export const billingAlertsSchema = {
+  type: 'object',
+  required: ['low_balance_usd', 'webhook_events'],
+  additionalProperties: false,
+  properties: {
+    /** Null: no low-balance alert. */
+    low_balance_usd: nullableUsd,
+    webhook_events: { type: 'array', items: string },
+  },
+} as const;
+export type BillingAlerts = FromSchema<typeof billingAlertsSchema>;
+
+/** `GET|PUT /api/billing/details`: who the invoices are made out to. */
+export const billingDetailsSchema = {
+  type: 'object',
+  required: ['name', 'address', 'tax_id'],
+  additionalProperties: false,
+  properties: { name: nullableString, address: nullableString, tax_id: nullableString },
+} as const;
+export type BillingDetails = FromSchema<typeof billingDetailsSchema>;
+
+const partySchema = {
+  type: 'object',
+  required: ['name', 'email', 'address', 'tax_id'],
+  additionalProperties: false,
+  properties: {
+    name: nullableString,
+    email: nullableString,
+    address: nullableString,
+    tax_id: nullableString,
+  },
+} as const;
+
+/** One invoice (`GET /api/invoices/{id}`, and each item of the list). */
+export const invoiceSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'object',
+    'number',
+    'order_id',
+    'issued_at',
+    'currency',
+    'total_usd',
+    'lines',
+    'seller',
+    'buyer',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: string,
+    object: { type: 'string', const: 'invoice' },
+    number: string,
+    order_id: nullableString,
+    issued_at: instant,
+    currency: string,
+    total_usd: usd,
+    lines: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['description', 'amount_usd'],
+        additionalProperties: false,
+        properties: { description: string, amount_usd: usd },
+      },
+    },
+    seller: partySchema,
+    buyer: partySchema,
+  },
+} as const;
+export type Invoice = FromSchema<typeof invoiceSchema>;
+export const invoicesSchema = list(invoiceSchema);
+
+/** A member's role in an organization (accounts/roles.ts says what each may do). */
+export const memberRoles = ['owner', 'admin', 'billing', 'developer', 'viewer'] as const;
+const memberRole = { type: 'string', enum: memberRoles } as const;
+
+export const organizationSchema = {
+  type: 'object',
+  required: ['object', 'id', 'name', 'plan', 'role', 'member_id', 'created_at'],
+  additionalProperties: false,
+  properties: {
+    object: { type: 'string', const: 'organization' },
+    id: string,
+    name: string,
+    plan: string,
+    /** The role of the person asking. */
+    role: memberRole,
+    /** The person's membership. */
+    member_id: string,
+    created_at: instant,
+  },
+} as const;
+export type Organization = FromSchema<typeof organizationSchema>;
+export const organizationsSchema = list(organizationSchema);
+
+export const memberSchema = {
+  type: 'object',
+  required: ['object', 'id', 'email', 'role', 'limit_usd', 'limit_period', 'allowed_models', 'created_at'],
+  additionalProperties: false,
+  properties: {
+    object: { type: 'string', const: 'organization.member' },
+    id: string,
+    email: string,
+    role: memberRole,
+    limit_usd: nullableUsd,
+    limit_period: nullableString,
+    allowed_models: nullableStrings,
+    created_at: instant,
+  },
+} as const;
+export type Member = FromSchema<typeof memberSchema>;
+export const membersSchema = list(memberSchema);
+
+export const invitationSchema = {
+  type: 'object',
+  required: ['object', 'id', 'email', 'role', 'created_at', 'expires_at', 'status'],
+  additionalProperties: false,
+  properties: {
+    object: { type: 'string', const: 'organization.invitation' },
+    id: string,
+    email: string,
+    role: memberRole,
+    created_at: instant,
+    expires_at: instant,
+    status: { type: 'string', enum: ['open', 'accepted', 'expired', 'revoked'] },
+    /** The single-use secret, only in the answer that creates the invitation. */
+    token: string,
+  },
+} as const;
+export type Invitation = FromSchema<typeof invitationSchema>;
+export const invitationsSchema = list(invitationSchema);
+
+/** `GET /api/admin/organizations/{id}/members`: the members and the invitations. */
+export const adminMembersSchema = {
+  type: 'object',
+  required: ['object', 'data', 'invitations'],
+  additionalProperties: false,
+  properties: {
+    object: { type: 'string', const: 'list' },
+    data: { type: 'array', items: memberSchema },
+    invitations: { type: 'array', items: invitationSchema },
+  },
+} as const;
+
+/** `POST /api/invitations/accept`. */
+export const invitationAcceptedSchema = {
+  type: 'object',
+  required: ['object', 'organization_id', 'member'],
+  additionalProperties: false,
+  properties: {
+    object: { type: 'string', const: 'organization.invitation.accepted' },
+    organization_id: string,
+    member: memberSchema,
+  },
+} as const;
+export type InvitationAccepted = FromSchema<typeof invitationAcceptedSchema>;
+
+/** An answer with no body (204). */
+export const noContentSchema = { type: 'null', description: 'No content' } as const;

@@ -4,7 +4,7 @@ import { Link, useSearchParams } from 'react-router';
 import { api, dateTime, type List, num, type Plan, usd } from '../api.ts';
 import { planName } from '../format.ts';
 import { DataTable, ErrorMessage, Field, Section } from '../ui.tsx';
-import { type AdminAccount, type Page, query } from './operator-api.ts';
+import { type AdminAccountPage, query } from './operator-api.ts';
 import { Pager } from './Pager.tsx';
 import { Select } from './Select.tsx';
 
@@ -34,7 +34,7 @@ export function Accounts() {
   const accounts = useQuery({
     queryKey: ['operator', 'accounts', search, plan, status, sort, order, offset],
     queryFn: () =>
-      api<Page<AdminAccount>>(
+      api<AdminAccountPage>(
         `/api/admin/accounts${query({ search, plan, status, sort, order, limit: PAGE_SIZE, offset })}`,
       ),
     placeholderData: keepPreviousData,

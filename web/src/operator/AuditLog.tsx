@@ -3,7 +3,7 @@ import { useState } from 'react';
 import { Link } from 'react-router';
 import { api, dateTime, num } from '../api.ts';
 import { DataTable, ErrorMessage, Field, Section } from '../ui.tsx';
-import { type AuditEntry, type Page, query } from './operator-api.ts';
+import { type AuditPage, query } from './operator-api.ts';
 import { Pager } from './Pager.tsx';
 
 const PAGE_SIZE = 50;
@@ -16,7 +16,7 @@ export function AuditLog() {
   const audit = useQuery({
     queryKey: ['operator', 'audit', accountId, offset],
     queryFn: () =>
-      api<Page<AuditEntry>>(`/api/admin/audit${query({ account_id: accountId, limit: PAGE_SIZE, offset })}`),
+      api<AuditPage>(`/api/admin/audit${query({ account_id: accountId, limit: PAGE_SIZE, offset })}`),
     placeholderData: keepPreviousData,
   });
   const page = audit.data;

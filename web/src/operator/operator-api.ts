@@ -5,22 +5,16 @@ import type { Announcement } from '../../../src/http/schemas/api.ts';
 export type {
   AccountDetail,
   AdminAccount,
+  AdminAccountPage,
   Announcement,
   AuditEntry,
+  AuditPage,
   DailyStats,
   DeploymentHealth,
   Grant,
   SegmentedStats,
   WebhookHealth,
 } from '../../../src/http/schemas/api.ts';
-
-/** A paged listing: its rows, how many there are in all, and the page asked for. */
-export interface Page<T> {
-  data: T[];
-  total: number;
-  limit?: number;
-  offset?: number;
-}
 
 export type Severity = Announcement['severity'];
 

@@ -1,10 +1,20 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, type Checkout, dateTime, type List, num, type Order, type Plan, usd } from '../api.ts';
+import {
+  api,
+  type Checkout,
+  dateTime,
+  type List,
+  num,
+  type Order,
+  type Plan,
+  type SubscriptionAnswer,
+  usd,
+} from '../api.ts';
 import { money } from '../format.ts';
 import { ErrorMessage, Field, Section, Settled, TableWrap } from '../ui.tsx';
 import { useAccount } from './Overview.tsx';
-import { InvoicesSection, type Subscription, SubscriptionSection } from './BillingCycle.tsx';
+import { InvoicesSection, SubscriptionSection } from './BillingCycle.tsx';
 
 export function Billing() {
   const account = useAccount();
@@ -18,7 +28,7 @@ export function Billing() {
   });
   const subscription = useQuery({
     queryKey: ['subscription'],
-    queryFn: () => api<{ subscription: Subscription | null }>('/api/billing/subscription'),
+    queryFn: () => api<SubscriptionAnswer>('/api/billing/subscription'),
   });
   const current = account.data?.plan;
   const currentName = plans.data?.data.find((plan) => plan.id === current)?.name ?? current;

@@ -1,42 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, dateTime, type List, usd } from '../api.ts';
+import { api, dateTime, type Invoice, type List, type SubscriptionAnswer, usd } from '../api.ts';
 import { ErrorMessage, Field, Section, TableWrap } from '../ui.tsx';
 
-export interface Subscription {
-  plan: string;
-  status: 'active' | 'past_due' | 'canceled' | 'expired';
-  current_period_start: string;
-  current_period_end: string;
-  cancel_at_period_end: boolean;
-  next_plan: string | null;
-  next_renewal_at: string | null;
-  grace_until: string | null;
-  overage_price_multiplier: number;
-  overage_cap_usd: number | null;
-  overage_cap_is_default: boolean;
-  overage_accrued_usd: number;
-  overage_owed_list_usd: number;
-}
-
-export interface Invoice {
-  id: string;
-  number: string;
-  order_id: string | null;
-  issued_at: string;
-  currency: string;
-  total_usd: number;
-  lines: { description: string; amount_usd: number }[];
-  seller: Party;
-  buyer: Party;
-}
-
-interface Party {
-  name: string | null;
-  email: string | null;
-  address: string | null;
-  tax_id: string | null;
-}
+/** Who an invoice names: the seller or the buyer. */
+type Party = Invoice['buyer'];
 
 const day = (iso: string | null): string => (iso ? iso.slice(0, 10) : '');
 
@@ -45,7 +13,7 @@ export function SubscriptionSection() {
   const client = useQueryClient();
   const sub = useQuery({
     queryKey: ['subscription'],
-    queryFn: () => api<{ subscription: Subscription | null }>('/api/billing/subscription'),
+    queryFn: () => api<SubscriptionAnswer>('/api/billing/subscription'),
   });
   const [cap, setCap] = useState('');
   const refresh = (): void => {
@@ -53,12 +21,13 @@ export function SubscriptionSection() {
     void client.invalidateQueries({ queryKey: ['account'] });
   };
   const act = useMutation({
-    mutationFn: (what: 'cancel' | 'resume') => api(`/api/billing/subscription/${what}`, { method: 'POST' }),
+    mutationFn: (what: 'cancel' | 'resume') =>
+      api<SubscriptionAnswer>(`/api/billing/subscription/${what}`, { method: 'POST' }),
     onSuccess: refresh,
   });
   const setOverageCap = useMutation({
     mutationFn: (capUsd: number | null) =>
-      api('/api/billing/overage-cap', { method: 'PUT', body: { cap_usd: capUsd } }),
+      api<SubscriptionAnswer>('/api/billing/overage-cap', { method: 'PUT', body: { cap_usd: capUsd } }),
     onSuccess: refresh,
   });
   const s = sub.data?.subscription;

@@ -3,6 +3,7 @@ import { useId, useState } from 'react';
 import {
   api,
   currentOrganization,
+  type Invitation,
   type List,
   type Member,
   type Organization,
@@ -10,7 +11,7 @@ import {
 } from '../api.ts';
 import { ErrorMessage, Field, Notice, Section, TableWrap } from '../ui.tsx';
 
-const ROLES = ['owner', 'admin', 'billing', 'developer', 'viewer'] as const;
+const ROLES: readonly Organization['role'][] = ['owner', 'admin', 'billing', 'developer', 'viewer'];
 /** Who may manage members: the same rule as the server's role table (owner and admin). */
 const managesMembers = (role: Organization['role'] | undefined) => role === 'owner' || role === 'admin';
 
@@ -34,22 +35,23 @@ export function Members() {
   const [invited, setInvited] = useState('');
   const invite = useMutation({
     mutationFn: () =>
-      api<{ token: string }>(`/api/organizations/${current!.id}/invitations`, {
+      api<Invitation>(`/api/organizations/${current!.id}/invitations`, {
         method: 'POST',
         body: { email, role },
       }),
     onSuccess: (answer) => {
-      setInvited(`Invitation sent to ${email}. Its single-use token: ${answer.token}`);
+      setInvited(`Invitation sent to ${email}. Its single-use token: ${answer.token ?? ''}`);
       setEmail('');
     },
   });
   const change = useMutation({
     mutationFn: (v: { id: string; body: Record<string, unknown> }) =>
-      api(`/api/organizations/${current!.id}/members/${v.id}`, { method: 'PATCH', body: v.body }),
+      api<Member>(`/api/organizations/${current!.id}/members/${v.id}`, { method: 'PATCH', body: v.body }),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['members'] }),
   });
   const remove = useMutation({
-    mutationFn: (id: string) => api(`/api/organizations/${current!.id}/members/${id}`, { method: 'DELETE' }),
+    mutationFn: (id: string) =>
+      api<Member>(`/api/organizations/${current!.id}/members/${id}`, { method: 'DELETE' }),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['members'] }),
   });
   const manages = managesMembers(current?.role);

@@ -13,6 +13,7 @@ import {
   createHoldRecoveryJob,
   createInstanceLeaseJob,
   createRetentionJob,
+  createPartitionJob,
   INSTANCE_LEASE_MS,
   Scheduler,
 } from './jobs/scheduler.ts';
@@ -349,6 +350,7 @@ export function createServices(options: ServicesOptions): Services {
       ledgerMoves?.start();
       scheduler.start([
         createRetentionJob(store, clock, config.retentionDays, logger),
+        createPartitionJob(store, clock),
         createHoldRecoveryJob(store, clock, logger),
         sessions.sweepJob(),
         ...operators.jobs(),

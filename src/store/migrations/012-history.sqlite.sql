@@ -1,0 +1,23 @@
+-- The export pages by (created_at, request_id), over everything or one account: indexes that end with both,
+-- so a page is a bounded index range. The index on created_at alone is replaced by the first.
+DROP INDEX usage_records_created;
+DROP INDEX usage_records_account;
+CREATE INDEX usage_records_time ON usage_records (created_at, request_id);
+CREATE INDEX usage_records_account ON usage_records (account_id, created_at, request_id);
+
+-- Every account's usage per UTC day, plan (the account's plan when it was used) and model: what the
+-- operators' statistics read, a few rows per day whatever the number of accounts.
+CREATE TABLE usage_daily_totals (
+  day TEXT NOT NULL,
+  plan TEXT NOT NULL,
+  model TEXT NOT NULL,
+  requests BIGINT NOT NULL,
+  prompt_tokens BIGINT NOT NULL,
+  completion_tokens BIGINT NOT NULL,
+  cost_micros BIGINT NOT NULL,
+  PRIMARY KEY (day, plan, model)
+);
+INSERT INTO usage_daily_totals (day, plan, model, requests, prompt_tokens, completion_tokens, cost_micros)
+SELECT u.day, a.plan, u.model, SUM(u.requests), SUM(u.prompt_tokens), SUM(u.completion_tokens), SUM(u.cost_micros)
+FROM usage_daily u JOIN accounts a ON a.id = u.account_id
+GROUP BY u.day, a.plan, u.model;

@@ -24,7 +24,8 @@ try {
     accounts: Number(values.accounts),
     days: Number(values.days),
     log: (line) => console.error(`  ${line}`),
-    progress: (done, total) => console.error(`  ${done.toLocaleString('en')} / ${total.toLocaleString('en')} records`),
+    progress: (done, total) =>
+      console.error(`  ${done.toLocaleString('en')} / ${total.toLocaleString('en')} records`),
   });
   console.log(
     `seeded ${result.records.toLocaleString('en')} usage records, ${result.accounts.toLocaleString('en')} accounts, ` +

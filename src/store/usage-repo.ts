@@ -103,13 +103,19 @@ export class UsageRepo {
 
   /** When each of these keys last had a request recorded (ms since epoch); a key never used is absent. */
   async lastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
-    // One indexed lookup per key (usage_records_key): an account has few keys, and MAX over the
-    // (key_id, created_at) index reads one entry however many records the key has.
+    // Per key: the last day it was used, from the rollup's (key_id, day) index, then the newest record of that
+    // day through usage_records_key; bounded by time, only that day's partition is read however long history is.
     const found = new Map<string, number>();
     for (const keyId of keyIds) {
-      const row = await this.#db.get<{ at: number | null }>(
-        'SELECT MAX(created_at) AS at FROM usage_records WHERE key_id = $1',
+      const day = await this.#db.get<{ day: string | null }>(
+        'SELECT MAX(day) AS day FROM usage_daily WHERE key_id = $1',
         [keyId],
+      );
+      if (!day?.day) continue;
+      const start = Date.parse(`${day.day}T00:00:00Z`);
+      const row = await this.#db.get<{ at: number | null }>(
+        'SELECT MAX(created_at) AS at FROM usage_records WHERE key_id = $1 AND created_at >= $2 AND created_at < $3',
+        [keyId, start, start + DAY_MS],
       );
       if (row?.at != null) found.set(keyId, Number(row.at));
     }

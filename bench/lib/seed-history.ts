@@ -62,7 +62,7 @@ const POSTGRES: Dialect = {
 
 const SQLITE: Dialect = {
   insertSeries: (target, select) =>
-    `WITH RECURSIVE s(g) AS (SELECT $1 UNION ALL SELECT g + 1 FROM s WHERE g < $2) INSERT INTO ${target} ${select}`,
+    `WITH RECURSIVE s(g) AS (SELECT CAST($1 AS INTEGER) UNION ALL SELECT g + 1 FROM s WHERE g < $2) INSERT INTO ${target} ${select}`,
   hex16: (expr) => `printf('%016x', ${expr})`,
   dayName: (d) => `strftime('%Y-%m-%d', ${d} * 86400, 'unixepoch')`,
   chunk: SQLITE_CHUNK,

@@ -68,6 +68,28 @@ const SQLITE: Dialect = {
   chunk: SQLITE_CHUNK,
 };
 
+/**
+ * Runs `fill` with the table's indexes other than its primary key dropped, then creates them again from their
+ * own definitions: one sorted build each instead of an index insert per row.
+ */
+async function withoutSecondaryIndexes(tx: Db, table: string, fill: () => Promise<unknown>): Promise<void> {
+  const indexes =
+    tx.dialect === 'postgres'
+      ? await tx.all<{ name: string; sql: string }>(
+          `SELECT indexname AS name, indexdef AS sql FROM pg_indexes
+           WHERE schemaname = current_schema() AND tablename = $1
+             AND indexname NOT IN (SELECT conname FROM pg_constraint)`,
+          [table],
+        )
+      : await tx.all<{ name: string; sql: string }>(
+          "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = $1 AND sql IS NOT NULL",
+          [table],
+        );
+  for (const index of indexes) await tx.run(`DROP INDEX ${index.name}`);
+  await fill();
+  for (const index of indexes) await tx.run(index.sql);
+}
+
 export const accountIdOf = (index: number): string => `acct_${index.toString(16).padStart(16, '0')}`;
 
 export async function seedHistory(db: Db, options: SeedOptions): Promise<SeedResult> {
@@ -162,10 +184,13 @@ export async function seedHistory(db: Db, options: SeedOptions): Promise<SeedRes
          SUM(cost_micros) AS cost_micros, MAX(CASE WHEN status = 'ok' THEN created_at END) AS last_ok
        FROM usage_records GROUP BY created_at / ${DAY_MS}, account_id, key_id, model`,
     );
-    await tx.run(
-      `INSERT INTO usage_daily (day, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros)
-       SELECT ${sql.dayName('d')}, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros
-       FROM seed_daily`,
+    // In key order, with the secondary indexes built afterwards (sorted) rather than row by row.
+    await withoutSecondaryIndexes(tx, 'usage_daily', () =>
+      tx.run(
+        `INSERT INTO usage_daily (day, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros)
+         SELECT ${sql.dayName('d')}, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros
+         FROM seed_daily ORDER BY d, account_id, key_id, model`,
+      ),
     );
     await tx.run(
       `INSERT INTO usage_daily_totals (day, plan, model, requests, prompt_tokens, completion_tokens, cost_micros)

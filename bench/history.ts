@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { hashSecret } from '../src/accounts/api-key-secret.ts';
+import { RETENTION_BATCH } from '../src/jobs/scheduler.ts';
 import { openDb } from '../src/store/store.ts';
 import { ADMIN_KEY, startTestServer, type TestServer } from '../test/helpers/server.ts';
 import { accountIdOf, seedHistory } from './lib/seed-history.ts';
@@ -151,13 +152,12 @@ async function benchSize(records: number): Promise<SizeResult> {
       `key_${(0).toString(16).padStart(16, '0')}`,
     ]);
     const storage = await db.get<{ table: string; total: string }>(
-      `SELECT SUM(pg_table_size(inhrelid)) AS table, SUM(pg_total_relation_size(inhrelid)) AS total
-       FROM pg_inherits WHERE inhparent = 'usage_records'::regclass`,
+      `SELECT pg_table_size('usage_records') AS table, pg_total_relation_size('usage_records') AS total`,
     );
     const tableBytes = Number(storage!.table);
     const totalBytes = Number(storage!.total);
-    // The same rows in the layout they had before day partitions (one table, TEXT/BIGINT columns in their old
-    // order, its four indexes), measured where copying them is quick.
+    // The same rows in the layout they had before (TEXT/BIGINT columns in their old order, the old indexes),
+    // measured where copying them is quick.
     let beforeBytes: number | undefined;
     if (records <= 2_000_000) {
       await db.run(`CREATE TABLE usage_records_before (
@@ -265,14 +265,15 @@ async function benchSize(records: number): Promise<SizeResult> {
         await exportRun(server, `/api/admin/usage/export?from=${from}&to=${to}`, operator.key),
       );
 
-      // Retention of the oldest whole day: its partition is dropped.
+      // Retention of the oldest whole day, in the retention job's batches.
       const firstDay = Math.floor(seeded.from / DAY_MS) + 1;
       const rowsRow = await db.get<{ n: string }>(
         'SELECT COUNT(*) AS n FROM usage_records WHERE created_at < $1',
         [firstDay * DAY_MS],
       );
       const start = performance.now();
-      await server.services.store.usage.dropPartitionsBefore(firstDay * DAY_MS);
+      for (let batch = -1; batch !== 0;)
+        batch = await server.services.store.usage.deleteRecordsBefore(firstDay * DAY_MS, RETENTION_BATCH);
       const seconds = (performance.now() - start) / 1000;
       const dead = await db.get<{ n: string | null }>(
         `SELECT SUM(n_dead_tup) AS n FROM pg_stat_user_tables WHERE relname LIKE 'usage\\_records%'`,
@@ -328,7 +329,7 @@ function render(all: SizeResult[]): string {
         .join(' | ')} |`,
     );
   lines.push(
-    `| retention of the oldest day (partition dropped) | ${all.map((r) => `${r.retention.rows.toLocaleString('en')} rows in ${(r.retention.seconds * 1000).toFixed(0)} ms, ${r.retention.deadRows} dead rows`).join(' | ')} |`,
+    `| retention of the oldest day (batched deletes) | ${all.map((r) => `${r.retention.rows.toLocaleString('en')} rows in ${(r.retention.seconds * 1000).toFixed(0)} ms, ${r.retention.deadRows} dead rows`).join(' | ')} |`,
   );
   lines.push(
     `| storage: table + indexes per million records | ${all.map((r) => `${fmt(r.storage.miBPerMillion)} MiB (${fmt(r.storage.bytesPerRecord)} B/record; table ${fmt(r.storage.tableMiB)} MiB, indexes ${fmt(r.storage.indexMiB)} MiB)`).join(' | ')} |`,

@@ -13,7 +13,6 @@ import {
   createHoldRecoveryJob,
   createInstanceLeaseJob,
   createRetentionJob,
-  createPartitionJob,
   INSTANCE_LEASE_MS,
   Scheduler,
 } from './jobs/scheduler.ts';
@@ -350,7 +349,6 @@ export function createServices(options: ServicesOptions): Services {
       ledgerMoves?.start();
       scheduler.start([
         createRetentionJob(store, clock, config.retentionDays, logger),
-        createPartitionJob(store, clock),
         createHoldRecoveryJob(store, clock, logger),
         sessions.sweepJob(),
         ...operators.jobs(),

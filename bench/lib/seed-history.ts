@@ -114,12 +114,6 @@ export async function seedHistory(db: Db, options: SeedOptions): Promise<SeedRes
   };
   await migrate(db);
 
-  // Day partitions for the whole window first, so that no record lands in the default partition.
-  if (db.capabilities.timePartitions)
-    for (let d = Math.floor(from / DAY_MS); d <= Math.floor(to / DAY_MS) + 1; d++)
-      await db.get('SELECT tollgate_usage_partition($1)', [d]);
-
-  step('partitions');
   const others = accounts - 1;
   await db.run(
     sql.insertSeries(
@@ -191,12 +185,6 @@ export async function seedHistory(db: Db, options: SeedOptions): Promise<SeedRes
          SELECT ${sql.dayName('d')}, account_id, key_id, model, requests, prompt_tokens, completion_tokens, cost_micros
          FROM seed_daily ORDER BY d, account_id, key_id, model`,
       ),
-    );
-    await tx.run(
-      `INSERT INTO usage_daily_totals (day, plan, model, requests, prompt_tokens, completion_tokens, cost_micros)
-       SELECT ${sql.dayName('u.d')}, a.plan, u.model, SUM(u.requests), SUM(u.prompt_tokens), SUM(u.completion_tokens),
-         SUM(u.cost_micros)
-       FROM seed_daily u JOIN accounts a ON a.id = u.account_id GROUP BY u.d, a.plan, u.model`,
     );
     step('per day, account, key and model');
     await tx.run('DROP TABLE IF EXISTS seed_accounts');

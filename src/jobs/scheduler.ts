@@ -131,13 +131,9 @@ export class Scheduler {
   }
 }
 
-const RETENTION_BATCH = 5_000;
+export const RETENTION_BATCH = 5_000;
 
-/**
- * Drops usage history past retention; the daily rollups stay. Where history is partitioned by day, whole days
- * go (a day is kept until all of it is past retention) and only rows outside any day partition are deleted;
- * elsewhere old records are deleted a batch at a time.
- */
+/** Deletes usage records past retention, a batch at a time; the daily rollups stay. */
 export function createRetentionJob(store: Store, clock: Clock, retentionDays: number, logger: Logger): Job {
   return {
     name: 'usage-retention',
@@ -145,12 +141,6 @@ export function createRetentionJob(store: Store, clock: Clock, retentionDays: nu
     leaseMs: 10 * 60_000,
     async run() {
       const cutoff = clock() - retentionDays * DAY_MS;
-      const dropped = await store.usage.dropPartitionsBefore(cutoff);
-      if (dropped.length > 0)
-        logger.info(
-          { partitions: dropped, cutoff: new Date(cutoff).toISOString() },
-          'usage history days past retention dropped',
-        );
       let deleted = 0;
       for (;;) {
         const batch = await store.usage.deleteRecordsBefore(cutoff, RETENTION_BATCH);
@@ -163,24 +153,6 @@ export function createRetentionJob(store: Store, clock: Clock, retentionDays: nu
           { deleted, cutoff: new Date(cutoff).toISOString() },
           'usage records past retention deleted',
         );
-    },
-  };
-}
-
-/** Days of usage history prepared ahead: a week of partitions survives a week without this job. */
-export const PARTITION_DAYS_AHEAD = 7;
-
-/**
- * Creates the usage history's day partitions ahead of time, on every instance (each creation is idempotent and
- * serialized by an advisory lock), so that no instance ever records into a day that has no partition.
- */
-export function createPartitionJob(store: Store, clock: Clock): Job {
-  return {
-    name: 'usage-partitions',
-    everyMs: 60 * 60_000,
-    everyInstance: true,
-    async run() {
-      await store.usage.preparePartitions(clock(), PARTITION_DAYS_AHEAD);
     },
   };
 }

@@ -21,11 +21,6 @@ export interface DbCapabilities {
    * a settlement that says it moves the version itself (`SET LOCAL tollgate.settling`).
    */
   readonly ledgerTriggers: boolean;
-  /**
-   * Usage records are partitioned by UTC day: partitions are created ahead and retention drops whole days;
-   * elsewhere retention deletes old rows in batches.
-   */
-  readonly timePartitions: boolean;
 }
 
 export const SQLITE_CAPABILITIES: DbCapabilities = Object.freeze({
@@ -33,7 +28,6 @@ export const SQLITE_CAPABILITIES: DbCapabilities = Object.freeze({
   setBasedSettlement: false,
   advisoryLocks: false,
   ledgerTriggers: false,
-  timePartitions: false,
 });
 
 export const POSTGRES_CAPABILITIES: DbCapabilities = Object.freeze({
@@ -41,7 +35,6 @@ export const POSTGRES_CAPABILITIES: DbCapabilities = Object.freeze({
   setBasedSettlement: true,
   advisoryLocks: true,
   ledgerTriggers: true,
-  timePartitions: true,
 });
 
 /**

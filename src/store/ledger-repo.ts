@@ -337,7 +337,7 @@ async function settleBatch(
   for (let i = 0; i < settlements.length; i += ROWS_PER_STATEMENT) {
     const chunk = settlements.slice(i, i + ROWS_PER_STATEMENT);
     const rows = await tx.all<{ request_id: string }>(
-      `${INSERT_USAGE_RECORD} ${valuesList(chunk.length, 13, (_, p) => p)} ON CONFLICT DO NOTHING RETURNING request_id`,
+      `${INSERT_USAGE_RECORD} ${valuesList(chunk.length, 13, (_, p) => p)} ON CONFLICT (request_id) DO NOTHING RETURNING request_id`,
       chunk.flatMap(usageRecordRow),
     );
     for (const row of rows) inserted.add(row.request_id);
@@ -385,14 +385,13 @@ async function settleBatch(
       .reduce((latest, s) => Math.max(latest, s.createdAt), 0);
     return [id, released.get(id) ?? 0, active] as const;
   });
-  const versions = await tx.all<{ id: string; ledger_version: number | string; plan: string }>(
+  const versions = await tx.all<{ id: string; ledger_version: number | string }>(
     `UPDATE accounts SET held_micros = held_micros - v.column2, ledger_version = ledger_version + 1,
        last_active_at = CASE WHEN v.column3 > 0 AND (last_active_at IS NULL OR last_active_at < v.column3) THEN v.column3 ELSE last_active_at END
      FROM (VALUES ${valuesList(accountRows.length, 3, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
-     WHERE accounts.id = v.column1 RETURNING accounts.id, accounts.ledger_version, accounts.plan`,
+     WHERE accounts.id = v.column1 RETURNING accounts.id, accounts.ledger_version`,
     accountRows.flat(),
   );
-  const planOf = new Map(versions.map((row) => [row.id, row.plan]));
 
   // What the credit could not cover is put on the latest requests, so each record says what it really paid.
   const uncollected = new Map<string, number>();
@@ -408,12 +407,11 @@ async function settleBatch(
     }
   }
   if (uncollected.size > 0) {
-    const createdAt = new Map(fresh.map((s) => [s.requestId, s.createdAt]));
-    const rows = [...uncollected].map(([id, part]) => [id, part, createdAt.get(id)!]);
+    const rows = [...uncollected];
     await tx.run(
       `UPDATE usage_records SET uncollected_micros = v.column2
-       FROM (VALUES ${valuesList(rows.length, 3, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
-       WHERE usage_records.created_at = v.column3 AND usage_records.request_id = v.column1`,
+       FROM (VALUES ${valuesList(rows.length, 2, (c, p) => (c === 0 ? p : asBigint(p)))}) AS v
+       WHERE usage_records.request_id = v.column1`,
       rows.flat(),
     );
   }
@@ -449,14 +447,6 @@ async function settleBatch(
       chunk.flat(),
     );
   }
-  const totals = dailyTotals(fresh, uncollected, planOf);
-  for (let i = 0; i < totals.length; i += ROWS_PER_STATEMENT) {
-    const chunk = totals.slice(i, i + ROWS_PER_STATEMENT);
-    await tx.run(
-      `${UPSERT_DAILY_TOTALS} ${valuesList(chunk.length, 7, (c, p) => (c < 3 ? p : asBigint(p)))} ${ADD_DAILY_TOTALS}`,
-      chunk.flat(),
-    );
-  }
   return settledAccounts(
     fresh,
     uncollected,
@@ -474,7 +464,7 @@ async function settleRowByRow(
   const fresh: Settlement[] = [];
   for (const s of settlements) {
     const inserted = await tx.run(
-      `${INSERT_USAGE_RECORD} ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING`,
+      `${INSERT_USAGE_RECORD} ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (request_id) DO NOTHING`,
       usageRecordRow(s),
     );
     if (inserted === 1) fresh.push(s);
@@ -483,7 +473,6 @@ async function settleRowByRow(
 
   const uncollected = new Map<string, number>();
   const versions: [string, number][] = [];
-  const planOf = new Map<string, string>();
   for (const [accountId, group] of groupBy(fresh, (s) => s.accountId)) {
     const total = group.reduce((sum, s) => sum + s.costMicros, 0);
     const last = group.reduce((latest, s) => Math.max(latest, s.createdAt), 0);
@@ -494,25 +483,22 @@ async function settleRowByRow(
       const part = Math.min(short, s.costMicros);
       if (part === 0) continue;
       uncollected.set(s.requestId, part);
-      await tx.run(
-        'UPDATE usage_records SET uncollected_micros = $2 WHERE created_at = $3 AND request_id = $1',
-        [s.requestId, part, s.createdAt],
-      );
+      await tx.run('UPDATE usage_records SET uncollected_micros = $2 WHERE request_id = $1', [
+        s.requestId,
+        part,
+      ]);
       short -= part;
     }
     const active = group
       .filter((s) => s.status === 'ok')
       .reduce((latest, s) => Math.max(latest, s.createdAt), 0);
-    const row = await tx.get<{ ledger_version: number | string; plan: string }>(
+    const row = await tx.get<{ ledger_version: number | string }>(
       `UPDATE accounts SET ledger_version = ledger_version + 1,
          last_active_at = CASE WHEN $2 > 0 AND (last_active_at IS NULL OR last_active_at < $2) THEN $2 ELSE last_active_at END
-       WHERE id = $1 RETURNING ledger_version, plan`,
+       WHERE id = $1 RETURNING ledger_version`,
       [accountId, active],
     );
-    if (row) {
-      versions.push([accountId, Number(row.ledger_version)]);
-      planOf.set(accountId, row.plan);
-    }
+    if (row) versions.push([accountId, Number(row.ledger_version)]);
   }
 
   for (const group of groupBy(
@@ -540,8 +526,6 @@ async function settleRowByRow(
       ],
     );
   }
-  for (const row of dailyTotals(fresh, uncollected, planOf))
-    await tx.run(`${UPSERT_DAILY_TOTALS} ($1, $2, $3, $4, $5, $6, $7) ${ADD_DAILY_TOTALS}`, row);
   return settledAccounts(fresh, uncollected, versions);
 }
 
@@ -693,39 +677,6 @@ async function charge(tx: Db, accountId: string, costMicros: number, now: number
     [accountId, due],
   );
   return postpaid === 1 ? 0 : due;
-}
-
-const UPSERT_DAILY_TOTALS = `INSERT INTO usage_daily_totals (day, plan, model, requests, prompt_tokens,
-  completion_tokens, cost_micros) VALUES`;
-const ADD_DAILY_TOTALS = `ON CONFLICT (day, plan, model) DO UPDATE SET requests = usage_daily_totals.requests + excluded.requests,
-  prompt_tokens = usage_daily_totals.prompt_tokens + excluded.prompt_tokens,
-  completion_tokens = usage_daily_totals.completion_tokens + excluded.completion_tokens,
-  cost_micros = usage_daily_totals.cost_micros + excluded.cost_micros`;
-
-/**
- * The batch per UTC day, plan and model (the rows of usage_daily_totals, in its column order), in key order so
- * that concurrent batches lock those rows in the same order. Written last in the settlement: these few rows are
- * shared by every account, and their locks are held only until the commit that follows.
- */
-function dailyTotals(
-  fresh: readonly Settlement[],
-  uncollected: ReadonlyMap<string, number>,
-  planOf: ReadonlyMap<string, string>,
-): SqlParam[][] {
-  const totals = new Map<string, SqlParam[] & [string, string, string, number, number, number, number]>();
-  for (const s of fresh) {
-    const plan = planOf.get(s.accountId);
-    if (plan === undefined) continue;
-    const day = utcDay(s.createdAt);
-    const key = `${day}\u0000${plan}\u0000${s.model}`;
-    let row = totals.get(key);
-    if (!row) totals.set(key, (row = [day, plan, s.model, 0, 0, 0, 0]));
-    row[3] += 1;
-    row[4] += s.promptTokens;
-    row[5] += s.completionTokens;
-    row[6] += s.costMicros - (uncollected.get(s.requestId) ?? 0);
-  }
-  return [...totals.keys()].sort().map((key) => totals.get(key)!);
 }
 
 /** The usage record's columns, in the order `usageRecordRow` gives their values. */

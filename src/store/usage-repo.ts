@@ -21,9 +21,6 @@ export interface StatsCounts {
   todayCostMicros: number;
 }
 
-/** An arbitrary constant: the PostgreSQL advisory lock that serializes creating and dropping day partitions. */
-const PARTITION_LOCK = 7_301_847;
-
 const GROUP_COLUMN: Record<UsageGroup, string> = { day: 'day', model: 'model', key: 'key_id' };
 
 /** Usage records, the daily rollup they feed, statistics over it, and retention. */
@@ -103,19 +100,13 @@ export class UsageRepo {
 
   /** When each of these keys last had a request recorded (ms since epoch); a key never used is absent. */
   async lastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
-    // Per key: the last day it was used, from the rollup's (key_id, day) index, then the newest record of that
-    // day through usage_records_key; bounded by time, only that day's partition is read however long history is.
+    // One indexed lookup per key (usage_records_key): an account has few keys, and MAX over the
+    // (key_id, created_at) index reads one entry however many records the key has.
     const found = new Map<string, number>();
     for (const keyId of keyIds) {
-      const day = await this.#db.get<{ day: string | null }>(
-        'SELECT MAX(day) AS day FROM usage_daily WHERE key_id = $1',
-        [keyId],
-      );
-      if (!day?.day) continue;
-      const start = Date.parse(`${day.day}T00:00:00Z`);
       const row = await this.#db.get<{ at: number | null }>(
-        'SELECT MAX(created_at) AS at FROM usage_records WHERE key_id = $1 AND created_at >= $2 AND created_at < $3',
-        [keyId, start, start + DAY_MS],
+        'SELECT MAX(created_at) AS at FROM usage_records WHERE key_id = $1',
+        [keyId],
       );
       if (row?.at != null) found.set(keyId, Number(row.at));
     }
@@ -156,57 +147,10 @@ export class UsageRepo {
     };
   }
 
-  /**
-   * Engines that partition history by day: makes sure the partitions from the day before `now` to `daysAhead`
-   * days after exist. Every instance may run it at once: an advisory lock serializes the creations, each of
-   * which does nothing when its partition exists. Returns how many partitions exist for those days.
-   */
-  async preparePartitions(now: number, daysAhead: number): Promise<number> {
-    if (!this.#db.capabilities.timePartitions) return 0;
-    const today = Math.floor(now / DAY_MS);
-    return this.#db.transaction(async (tx) => {
-      await tx.get('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK]);
-      let days = 0;
-      for (let d = today - 1; d <= today + daysAhead; d++) {
-        await tx.get('SELECT tollgate_usage_partition($1)', [d]);
-        days++;
-      }
-      return days;
-    });
-  }
-
-  /**
-   * Engines that partition history by day: drops the day partitions that end at or before `cutoff`, whole (no
-   * rows deleted one by one, no dead rows left to vacuum). Returns the names of the partitions dropped. The day
-   * that holds `cutoff` stays: its older rows go when the whole day is past.
-   */
-  async dropPartitionsBefore(cutoff: number): Promise<string[]> {
-    if (!this.#db.capabilities.timePartitions) return [];
-    const partitions = await this.#db.all<{ name: string; bound: string }>(
-      `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
-       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-       WHERE i.inhparent = to_regclass('usage_records')`,
-    );
-    const dropped: string[] = [];
-    for (const { name, bound } of partitions) {
-      const to = /TO \('?(-?\d+)'?\)/.exec(bound)?.[1];
-      if (to === undefined || Number(to) > cutoff) continue;
-      await this.#db.transaction(async (tx) => {
-        await tx.get('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK]);
-        await tx.run(`DROP TABLE IF EXISTS "${name.replaceAll('"', '""')}"`);
-      });
-      dropped.push(name);
-    }
-    return dropped;
-  }
-
   /** Deletes up to `batchSize` usage records created before `cutoff`; returns how many went. */
   async deleteRecordsBefore(cutoff: number, batchSize: number): Promise<number> {
-    // Partitioned: only the rows no day partition took; whole days go with dropPartitionsBefore.
-    const table = this.#db.capabilities.timePartitions ? 'usage_records_default' : 'usage_records';
     return this.#db.run(
-      `DELETE FROM ${table} WHERE (created_at, request_id) IN
-         (SELECT created_at, request_id FROM ${table} WHERE created_at < $1 LIMIT $2)`,
+      'DELETE FROM usage_records WHERE request_id IN (SELECT request_id FROM usage_records WHERE created_at < $1 LIMIT $2)',
       [cutoff, batchSize],
     );
   }

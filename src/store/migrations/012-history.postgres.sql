@@ -1,15 +1,12 @@
--- Usage history partitioned by UTC day, so that retention drops whole days (no mass DELETE, no dead rows, no
--- WAL storm) and inserts keep touching small indexes however long the history is.
+-- Usage records rebuilt with their columns widest first (no alignment padding) and the counts that fit 32 bits
+-- as INTEGER; still one plain table keyed by request_id alone, so that every release that inserts with
+-- ON CONFLICT (request_id) keeps working on it (see docs/decisions.md for the day partitions planned next).
 --
--- The key is (created_at, request_id): a partitioned table's unique keys must hold the partition column, and a
--- settlement replayed from its journal carries the time it was first recorded, so the pair still stops a
--- request from being recorded twice. The same key orders the export (keyset pages over a bounded range); the
--- per-account index ends with request_id for the same reason. The index on created_at alone (only retention
--- used it) goes: retention drops partitions.
---
--- Columns are ordered widest first (no alignment padding), and counts that fit 32 bits are INTEGER.
-ALTER TABLE usage_records RENAME TO usage_records_unpartitioned;
-ALTER TABLE usage_records_unpartitioned DROP CONSTRAINT usage_records_pkey;
+-- The export pages by (created_at, request_id), over everything or one account: indexes that end with both, so
+-- a page is a bounded index range. The first also serves retention (oldest records first), replacing the index
+-- on created_at alone.
+ALTER TABLE usage_records RENAME TO usage_records_before;
+ALTER TABLE usage_records_before DROP CONSTRAINT usage_records_pkey;
 DROP INDEX usage_records_created;
 DROP INDEX usage_records_account;
 DROP INDEX usage_records_key;
@@ -28,48 +25,18 @@ CREATE TABLE usage_records (
   key_id TEXT NOT NULL,
   model TEXT NOT NULL,
   status TEXT NOT NULL,
-  deployment TEXT,
-  PRIMARY KEY (created_at, request_id)
-) PARTITION BY RANGE (created_at);
-CREATE INDEX usage_records_account ON usage_records (account_id, created_at, request_id);
-CREATE INDEX usage_records_key ON usage_records (key_id, created_at);
--- Rows no day partition takes (the job that creates them ahead fell behind): kept, never lost.
-CREATE TABLE usage_records_default PARTITION OF usage_records DEFAULT;
-
--- The day partition starting at epoch day `d` (UTC), in the schema of the usage_records it is called for. A day
--- whose rows already went to the default partition keeps them there (retention deletes them in time).
-CREATE FUNCTION tollgate_usage_partition(d BIGINT) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-  name TEXT := 'usage_records_' || to_char(to_timestamp(d * 86400) AT TIME ZONE 'UTC', 'YYYYMMDD');
-BEGIN
-  IF to_regclass(format('%I.%I', current_schema(), name)) IS NOT NULL THEN
-    RETURN;
-  END IF;
-  IF EXISTS (SELECT 1 FROM usage_records_default WHERE created_at >= d * 86400000 AND created_at < (d + 1) * 86400000) THEN
-    RETURN;
-  END IF;
-  EXECUTE format('CREATE TABLE %I.%I PARTITION OF %I.usage_records FOR VALUES FROM (%s) TO (%s)',
-    current_schema(), name, current_schema(), d * 86400000, (d + 1) * 86400000);
-END
-$$;
-
-DO $$
-DECLARE d BIGINT;
-BEGIN
-  FOR d IN SELECT DISTINCT created_at / 86400000 FROM usage_records_unpartitioned
-           UNION SELECT floor(extract(epoch FROM now()) / 86400)::bigint + g FROM generate_series(-1, 7) AS g
-  LOOP
-    PERFORM tollgate_usage_partition(d);
-  END LOOP;
-END
-$$;
-
+  deployment TEXT
+);
 INSERT INTO usage_records (created_at, cost_micros, uncollected_micros, prompt_tokens, completion_tokens, latency_ms,
   ttft_ms, estimated, request_id, account_id, key_id, model, status, deployment)
 SELECT created_at, cost_micros, uncollected_micros, prompt_tokens, completion_tokens, latency_ms, ttft_ms, estimated,
   request_id, account_id, key_id, model, status, deployment
-FROM usage_records_unpartitioned;
-DROP TABLE usage_records_unpartitioned;
+FROM usage_records_before ORDER BY created_at, request_id;
+DROP TABLE usage_records_before;
+ALTER TABLE usage_records ADD CONSTRAINT usage_records_pkey PRIMARY KEY (request_id);
+CREATE INDEX usage_records_time ON usage_records (created_at, request_id);
+CREATE INDEX usage_records_account ON usage_records (account_id, created_at, request_id);
+CREATE INDEX usage_records_key ON usage_records (key_id, created_at);
 
 -- Every account's usage per UTC day, plan (the account's plan when it was used) and model: what the
 -- operators' statistics read, a few rows per day whatever the number of accounts.
@@ -87,3 +54,49 @@ INSERT INTO usage_daily_totals (day, plan, model, requests, prompt_tokens, compl
 SELECT u.day, a.plan, u.model, SUM(u.requests), SUM(u.prompt_tokens), SUM(u.completion_tokens), SUM(u.cost_micros)
 FROM usage_daily u JOIN accounts a ON a.id = u.account_id
 GROUP BY u.day, a.plan, u.model;
+
+-- The totals follow the records in the database itself, whichever release wrote them (one that predates the
+-- totals included): each statement that inserts or changes usage records adds what it added, net of what was
+-- left uncollected, once per statement and in key order (concurrent settlements lock these shared rows in the
+-- same order). Records deleted by retention leave the totals as they are, like the daily rollup.
+CREATE FUNCTION tollgate_usage_totals() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO usage_daily_totals AS t (day, plan, model, requests, prompt_tokens, completion_tokens, cost_micros)
+    SELECT to_char(to_timestamp(n.created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, a.plan, n.model,
+      COUNT(*), SUM(n.prompt_tokens), SUM(n.completion_tokens), SUM(n.cost_micros - n.uncollected_micros)
+    FROM new_records n JOIN accounts a ON a.id = n.account_id
+    GROUP BY 1, a.plan, n.model ORDER BY 1, a.plan, n.model
+    ON CONFLICT (day, plan, model) DO UPDATE SET requests = t.requests + excluded.requests,
+      prompt_tokens = t.prompt_tokens + excluded.prompt_tokens,
+      completion_tokens = t.completion_tokens + excluded.completion_tokens,
+      cost_micros = t.cost_micros + excluded.cost_micros;
+  ELSE
+    -- What the old versions of the rows counted goes, what the new ones count comes (usually only the part left
+    -- uncollected, set after the record was inserted).
+    INSERT INTO usage_daily_totals AS t (day, plan, model, requests, prompt_tokens, completion_tokens, cost_micros)
+    SELECT d.day, a.plan, d.model, SUM(d.requests), SUM(d.prompt_tokens), SUM(d.completion_tokens), SUM(d.cost_micros)
+    FROM (
+      SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, account_id, model,
+        1 AS requests, prompt_tokens, completion_tokens, cost_micros - uncollected_micros AS cost_micros
+      FROM new_records
+      UNION ALL
+      SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), account_id, model,
+        -1, -prompt_tokens, -completion_tokens, uncollected_micros - cost_micros
+      FROM old_records
+    ) AS d JOIN accounts a ON a.id = d.account_id
+    GROUP BY d.day, a.plan, d.model
+    HAVING SUM(d.requests) <> 0 OR SUM(d.prompt_tokens) <> 0 OR SUM(d.completion_tokens) <> 0 OR SUM(d.cost_micros) <> 0
+    ORDER BY d.day, a.plan, d.model
+    ON CONFLICT (day, plan, model) DO UPDATE SET requests = t.requests + excluded.requests,
+      prompt_tokens = t.prompt_tokens + excluded.prompt_tokens,
+      completion_tokens = t.completion_tokens + excluded.completion_tokens,
+      cost_micros = t.cost_micros + excluded.cost_micros;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER usage_records_totals_insert AFTER INSERT ON usage_records
+  REFERENCING NEW TABLE AS new_records FOR EACH STATEMENT EXECUTE FUNCTION tollgate_usage_totals();
+CREATE TRIGGER usage_records_totals_update AFTER UPDATE ON usage_records
+  REFERENCING OLD TABLE AS old_records NEW TABLE AS new_records FOR EACH STATEMENT EXECUTE FUNCTION tollgate_usage_totals();

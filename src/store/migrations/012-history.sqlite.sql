@@ -21,3 +21,37 @@ INSERT INTO usage_daily_totals (day, plan, model, requests, prompt_tokens, compl
 SELECT u.day, a.plan, u.model, SUM(u.requests), SUM(u.prompt_tokens), SUM(u.completion_tokens), SUM(u.cost_micros)
 FROM usage_daily u JOIN accounts a ON a.id = u.account_id
 GROUP BY u.day, a.plan, u.model;
+
+-- The totals follow the records in the database itself, whichever release wrote them: each record inserted adds
+-- itself, net of what was left uncollected, and a change to a record (the part left uncollected, set after it
+-- was inserted) adds the difference. Records deleted by retention leave the totals as they are, like the rollup.
+CREATE TRIGGER usage_records_totals_insert AFTER INSERT ON usage_records
+BEGIN
+  INSERT INTO usage_daily_totals (day, plan, model, requests, prompt_tokens, completion_tokens, cost_micros)
+  SELECT strftime('%Y-%m-%d', NEW.created_at / 1000, 'unixepoch'), plan, NEW.model, 1, NEW.prompt_tokens,
+    NEW.completion_tokens, NEW.cost_micros - NEW.uncollected_micros
+  FROM accounts WHERE id = NEW.account_id
+  ON CONFLICT (day, plan, model) DO UPDATE SET requests = requests + excluded.requests,
+    prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+    completion_tokens = completion_tokens + excluded.completion_tokens,
+    cost_micros = cost_micros + excluded.cost_micros;
+END;
+CREATE TRIGGER usage_records_totals_update AFTER UPDATE ON usage_records
+BEGIN
+  INSERT INTO usage_daily_totals (day, plan, model, requests, prompt_tokens, completion_tokens, cost_micros)
+  SELECT strftime('%Y-%m-%d', OLD.created_at / 1000, 'unixepoch'), plan, OLD.model, -1, -OLD.prompt_tokens,
+    -OLD.completion_tokens, OLD.uncollected_micros - OLD.cost_micros
+  FROM accounts WHERE id = OLD.account_id
+  ON CONFLICT (day, plan, model) DO UPDATE SET requests = requests + excluded.requests,
+    prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+    completion_tokens = completion_tokens + excluded.completion_tokens,
+    cost_micros = cost_micros + excluded.cost_micros;
+  INSERT INTO usage_daily_totals (day, plan, model, requests, prompt_tokens, completion_tokens, cost_micros)
+  SELECT strftime('%Y-%m-%d', NEW.created_at / 1000, 'unixepoch'), plan, NEW.model, 1, NEW.prompt_tokens,
+    NEW.completion_tokens, NEW.cost_micros - NEW.uncollected_micros
+  FROM accounts WHERE id = NEW.account_id
+  ON CONFLICT (day, plan, model) DO UPDATE SET requests = requests + excluded.requests,
+    prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+    completion_tokens = completion_tokens + excluded.completion_tokens,
+    cost_micros = cost_micros + excluded.cost_micros;
+END;

@@ -335,7 +335,7 @@ function render(all: SizeResult[]): string {
     `| storage: table + indexes per million records | ${all.map((r) => `${fmt(r.storage.miBPerMillion)} MiB (${fmt(r.storage.bytesPerRecord)} B/record; table ${fmt(r.storage.tableMiB)} MiB, indexes ${fmt(r.storage.indexMiB)} MiB)`).join(' | ')} |`,
   );
   lines.push(
-    `| storage before (one table, old columns and four indexes, same rows) | ${all.map((r) => (r.storage.beforeBytesPerRecord === undefined ? 'not measured' : `${fmt((r.storage.beforeBytesPerRecord * 1e6) / 2 ** 20)} MiB (${fmt(r.storage.beforeBytesPerRecord)} B/record)`)).join(' | ')} |`,
+    `| storage before (old column types and order, old indexes, same rows) | ${all.map((r) => (r.storage.beforeBytesPerRecord === undefined ? 'not measured' : `${fmt((r.storage.beforeBytesPerRecord * 1e6) / 2 ** 20)} MiB (${fmt(r.storage.beforeBytesPerRecord)} B/record)`)).join(' | ')} |`,
   );
   lines.push(
     `| seeding (\`seed:history\`) | ${all.map((r) => `${fmt(r.seedSeconds)} s (heavy account ${r.heavyRecords.toLocaleString('en')} records)`).join(' | ')} |`,

@@ -1,42 +1,17 @@
--- Usage records rebuilt with their columns widest first (no alignment padding) and the counts that fit 32 bits
--- as INTEGER; still one plain table keyed by request_id alone, so that every release that inserts with
--- ON CONFLICT (request_id) keeps working on it (see docs/decisions.md for the day partitions planned next).
+-- Usage records keep their table and columns as they are (one plain table keyed by request_id alone, which every
+-- release that inserts with ON CONFLICT (request_id) needs; see docs/decisions.md): copying a large history into a
+-- new table would hold every settlement of both releases for the length of the copy.
 --
--- The export pages by (created_at, request_id), over everything or one account: indexes that end with both, so
--- a page is a bounded index range. The first also serves retention (oldest records first), replacing the index
--- on created_at alone.
-ALTER TABLE usage_records RENAME TO usage_records_before;
-ALTER TABLE usage_records_before DROP CONSTRAINT usage_records_pkey;
-DROP INDEX usage_records_created;
-DROP INDEX usage_records_account;
-DROP INDEX usage_records_key;
+-- Writes to the records wait from here to the commit (reads go on): the totals below are filled from the rollup
+-- and their triggers created inside that window, so no record is counted twice or missed, whichever release
+-- settles it.
+LOCK TABLE usage_records IN SHARE ROW EXCLUSIVE MODE;
 
-CREATE TABLE usage_records (
-  created_at BIGINT NOT NULL,
-  cost_micros BIGINT NOT NULL,
-  uncollected_micros BIGINT NOT NULL DEFAULT 0,
-  prompt_tokens INTEGER NOT NULL,
-  completion_tokens INTEGER NOT NULL,
-  latency_ms INTEGER NOT NULL,
-  ttft_ms INTEGER,
-  estimated SMALLINT NOT NULL,
-  request_id TEXT NOT NULL,
-  account_id TEXT NOT NULL,
-  key_id TEXT NOT NULL,
-  model TEXT NOT NULL,
-  status TEXT NOT NULL,
-  deployment TEXT
-);
-INSERT INTO usage_records (created_at, cost_micros, uncollected_micros, prompt_tokens, completion_tokens, latency_ms,
-  ttft_ms, estimated, request_id, account_id, key_id, model, status, deployment)
-SELECT created_at, cost_micros, uncollected_micros, prompt_tokens, completion_tokens, latency_ms, ttft_ms, estimated,
-  request_id, account_id, key_id, model, status, deployment
-FROM usage_records_before ORDER BY created_at, request_id;
-DROP TABLE usage_records_before;
-ALTER TABLE usage_records ADD CONSTRAINT usage_records_pkey PRIMARY KEY (request_id);
-CREATE INDEX usage_records_time ON usage_records (created_at, request_id);
-CREATE INDEX usage_records_account ON usage_records (account_id, created_at, request_id);
-CREATE INDEX usage_records_key ON usage_records (key_id, created_at);
+-- The export pages by (created_at, request_id), over everything or one account: indexes that end with both, so a
+-- page is a bounded index range. Built here unless already there: on a large history, build them beforehand with
+-- CREATE INDEX CONCURRENTLY under these names (docs/operations.md) and this migration does not wait for them.
+CREATE INDEX IF NOT EXISTS usage_records_time ON usage_records (created_at, request_id);
+CREATE INDEX IF NOT EXISTS usage_records_account_time ON usage_records (account_id, created_at, request_id);
 
 -- Every account's usage per UTC day, plan (the account's plan when it was used) and model: what the
 -- operators' statistics read, a few rows per day whatever the number of accounts.
@@ -100,3 +75,9 @@ CREATE TRIGGER usage_records_totals_insert AFTER INSERT ON usage_records
   REFERENCING NEW TABLE AS new_records FOR EACH STATEMENT EXECUTE FUNCTION tollgate_usage_totals();
 CREATE TRIGGER usage_records_totals_update AFTER UPDATE ON usage_records
   REFERENCING OLD TABLE AS old_records NEW TABLE AS new_records FOR EACH STATEMENT EXECUTE FUNCTION tollgate_usage_totals();
+
+-- The two indexes the new ones replace: each is a leading part of one above, which serves every read it served
+-- (retention's oldest-first deletes, an account's recent requests), for this release and the previous one alike.
+-- Dropped last: a drop locks out readers too, until the commit just after.
+DROP INDEX IF EXISTS usage_records_created;
+DROP INDEX IF EXISTS usage_records_account;

@@ -1,9 +1,10 @@
 -- The export pages by (created_at, request_id), over everything or one account: indexes that end with both,
--- so a page is a bounded index range. The index on created_at alone is replaced by the first.
-DROP INDEX usage_records_created;
-DROP INDEX usage_records_account;
-CREATE INDEX usage_records_time ON usage_records (created_at, request_id);
-CREATE INDEX usage_records_account ON usage_records (account_id, created_at, request_id);
+-- so a page is a bounded index range. The table and its columns stay as they are. The two indexes these replace
+-- are each a leading part of one of them, which serves every read they served.
+CREATE INDEX IF NOT EXISTS usage_records_time ON usage_records (created_at, request_id);
+CREATE INDEX IF NOT EXISTS usage_records_account_time ON usage_records (account_id, created_at, request_id);
+DROP INDEX IF EXISTS usage_records_created;
+DROP INDEX IF EXISTS usage_records_account;
 
 -- Every account's usage per UTC day, plan (the account's plan when it was used) and model: what the
 -- operators' statistics read, a few rows per day whatever the number of accounts.

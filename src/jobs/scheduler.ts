@@ -131,7 +131,7 @@ export class Scheduler {
   }
 }
 
-const RETENTION_BATCH = 5_000;
+export const RETENTION_BATCH = 5_000;
 
 /** Deletes usage records past retention, a batch at a time; the daily rollups stay. */
 export function createRetentionJob(store: Store, clock: Clock, retentionDays: number, logger: Logger): Job {

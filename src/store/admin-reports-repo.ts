@@ -44,11 +44,11 @@ export class AdminReportsRepo {
     this.#db = db;
   }
 
-  /** Per day (from the daily rollup): requests, tokens and spend, over all accounts. */
+  /** Per day: requests, tokens and spend over all accounts, from the day-keyed totals (only the days asked). */
   async dailyTotals(fromDay: string, toDay: string): Promise<DayTotals[]> {
     const rows = await this.#db.all<Record<string, string | number>>(
       `SELECT day, SUM(requests) AS requests, SUM(prompt_tokens + completion_tokens) AS tokens,
-         SUM(cost_micros) AS spend FROM usage_daily WHERE day >= $1 AND day <= $2 GROUP BY day ORDER BY day`,
+         SUM(cost_micros) AS spend FROM usage_daily_totals WHERE day >= $1 AND day <= $2 GROUP BY day ORDER BY day`,
       [fromDay, toDay],
     );
     return rows.map((row) => ({
@@ -59,22 +59,19 @@ export class AdminReportsRepo {
     }));
   }
 
-  /** Per day and model, or per day and (current) plan of the account. */
+  /** Per day and model, or per day and plan (the account's plan when the usage was recorded). */
   async dailyBy(
     dimension: 'model' | 'plan',
     fromDay: string,
     toDay: string,
   ): Promise<(DayTotals & { key: string })[]> {
-    const sql =
-      dimension === 'model'
-        ? `SELECT day, model AS k, SUM(requests) AS requests, SUM(prompt_tokens + completion_tokens) AS tokens,
-             SUM(cost_micros) AS spend FROM usage_daily WHERE day >= $1 AND day <= $2 GROUP BY day, model
-             ORDER BY day, model`
-        : `SELECT u.day, a.plan AS k, SUM(u.requests) AS requests,
-             SUM(u.prompt_tokens + u.completion_tokens) AS tokens, SUM(u.cost_micros) AS spend
-           FROM usage_daily u JOIN accounts a ON a.id = u.account_id WHERE u.day >= $1 AND u.day <= $2
-           GROUP BY u.day, a.plan ORDER BY u.day, a.plan`;
-    const rows = await this.#db.all<Record<string, string | number>>(sql, [fromDay, toDay]);
+    const column = dimension === 'model' ? 'model' : 'plan';
+    const rows = await this.#db.all<Record<string, string | number>>(
+      `SELECT day, ${column} AS k, SUM(requests) AS requests, SUM(prompt_tokens + completion_tokens) AS tokens,
+         SUM(cost_micros) AS spend FROM usage_daily_totals WHERE day >= $1 AND day <= $2 GROUP BY day, ${column}
+       ORDER BY day, ${column}`,
+      [fromDay, toDay],
+    );
     return rows.map((row) => ({
       day: String(row['day']),
       key: String(row['k']),
@@ -181,7 +178,10 @@ export class AdminReportsRepo {
 
   /**
    * Up to `limit` usage records created in [from, to), oldest first, after the cursor (created_at, request id):
-   * the export reads these pages one after another, so memory stays one page however long the range.
+   * the export reads these pages one after another, so memory stays one page however long the range. The cursor
+   * is a row-value comparison on an index that ends with (created_at, request_id) — the key over everything,
+   * (account_id, created_at, request_id) for one account — so each page starts where the last one stopped
+   * instead of rereading the range before it.
    */
   async usagePage(
     range: { from: number; to: number; accountId?: string },
@@ -197,7 +197,7 @@ export class AdminReportsRepo {
     if (after) {
       params.push(after.createdAt, after.requestId);
       const [at, id] = [`$${params.length - 1}`, `$${params.length}`];
-      where += ` AND (created_at > ${at} OR (created_at = ${at} AND request_id > ${id}))`;
+      where += ` AND (created_at, request_id) > (${at}, ${id})`;
     }
     const rows = await this.#db.all<Record<string, string | number>>(
       `SELECT request_id, account_id, key_id, model, status, prompt_tokens, completion_tokens, cost_micros,

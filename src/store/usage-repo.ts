@@ -136,7 +136,7 @@ export class UsageRepo {
     );
     const today = await this.#db.get<{ tokens: number | null; cost: number | null }>(
       `SELECT CAST(SUM(prompt_tokens + completion_tokens) AS BIGINT) AS tokens, CAST(SUM(cost_micros) AS BIGINT) AS cost
-       FROM usage_daily WHERE day = $1`,
+       FROM usage_daily_totals WHERE day = $1`,
       [new Date(now).toISOString().slice(0, 10)],
     );
     return {

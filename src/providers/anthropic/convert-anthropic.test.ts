@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChatMessage, ChatRequest } from '../../core/chat-types.ts';
+import type { ChatMessage, ChatRequest, TextPart } from '../../core/chat-types.ts';
 import { chatRequestOf, type RequestFields } from '../../core/testing.ts';
 import { ProviderError } from '../../core/provider-error.ts';
 import {
@@ -397,7 +397,7 @@ describe('convertAnthropicResponse', () => {
 });
 
 describe('convertToAnthropicRequest: cache_control marks', () => {
-  const marked = (text: string, ttl?: '5m' | '1h'): ChatMessage['cacheParts'] => [
+  const marked = (text: string, ttl?: '5m' | '1h'): TextPart[] => [
     { text, cache_control: ttl ? { type: 'ephemeral', ttl } : { type: 'ephemeral' } },
   ];
 

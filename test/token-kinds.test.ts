@@ -645,6 +645,44 @@ for (const setup of SETUPS) {
       assert.equal(response.headers.get('x-tollgate-cost-usd'), (EXPECTED.anthropic / 1e6).toFixed(6));
       assert.equal((await recorded(response.headers.get('x-request-id'))).cost, EXPECTED.anthropic);
 
+      // A mark on a tool_result block comes back on the tool_result block.
+      await anthropic.messages.create({
+        model: 'model-c',
+        max_tokens: 200,
+        tools: [weather],
+        messages: [
+          { role: 'user', content: 'Weather in Oslo?' },
+          {
+            role: 'assistant',
+            content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }],
+          },
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: 'toolu_1',
+                content: 'Sunny.',
+                cache_control: { type: 'ephemeral' },
+              },
+              { type: 'text', text: 'And tomorrow?' },
+            ],
+          },
+        ],
+      });
+      assert.deepEqual((fakes.bodies.at(-1)?.['messages'] as unknown[]).at(-1), {
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: 'toolu_1',
+            content: 'Sunny.',
+            cache_control: { type: 'ephemeral' },
+          },
+          { type: 'text', text: 'And tomorrow?' },
+        ],
+      });
+
       // Streamed, the marks travel the same way.
       await anthropic.messages
         .stream({

@@ -83,9 +83,19 @@ const EXPECTED = {
 /** A long, stable system prompt (about 3,000 tokens), as an app sends on every call. */
 const SYSTEM = Array.from({ length: 1_000 }, (_, i) => `Rule ${i}: answer briefly.`).join(' ');
 
+/** The Messages request of the caching test, without marks, as the Anthropic upstream has always received it. */
+const UNMARKED_WIRE =
+  '{"model":"claude-fake","max_tokens":200,"messages":[{"role":"user","content":[{"type":"text","text":"Here is a long document. Summarise it."}]},' +
+  '{"role":"assistant","content":[{"type":"text","text":"It is short."}]},{"role":"user","content":[{"type":"text","text":"Hi"}]}],' +
+  `"system":"You are terse.${SYSTEM}","temperature":0.7,` +
+  '"tools":[{"name":"get_weather","description":"The weather in a city.","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}],' +
+  '"tool_choice":{"type":"auto"}}';
+
 interface Fakes {
   url: string;
   bodies: Record<string, unknown>[];
+  /** The same bodies as the bytes that arrived. */
+  raw: string[];
   close(): Promise<void>;
 }
 
@@ -101,6 +111,7 @@ const sse = (res: ServerResponse, events: [string | undefined, unknown][]): void
 /** One HTTP server playing the three upstreams by path, in their documented wire formats. */
 async function startFakes(): Promise<Fakes> {
   const bodies: Record<string, unknown>[] = [];
+  const raw: string[] = [];
   const handle = (req: IncomingMessage, res: ServerResponse, body: Record<string, unknown>): void => {
     const url = req.url ?? '';
     const stream = body['stream'] === true || url.includes('streamGenerateContent');
@@ -237,8 +248,10 @@ async function startFakes(): Promise<Fakes> {
     const parts: Buffer[] = [];
     req.on('data', (part: Buffer) => parts.push(part));
     req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(parts).toString('utf8') || '{}') as Record<string, unknown>;
+      const text = Buffer.concat(parts).toString('utf8');
+      const body = JSON.parse(text || '{}') as Record<string, unknown>;
       bodies.push(body);
+      raw.push(text);
       handle(req, res, body);
     });
   });
@@ -247,6 +260,7 @@ async function startFakes(): Promise<Fakes> {
   return {
     url: `http://127.0.0.1:${port}`,
     bodies,
+    raw,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -563,6 +577,182 @@ for (const setup of SETUPS) {
       ];
       assert.equal(b.cached, cached);
       assert.ok(b.cost < a.cost);
+    });
+
+    it('prompt caching: cache_control marks reach the Anthropic upstream where they were put, and only there', async () => {
+      const weather: Anthropic.Tool = {
+        name: 'get_weather',
+        description: 'The weather in a city.',
+        input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      };
+      const ask = (marked: boolean) =>
+        anthropic.messages
+          .create({
+            model: 'model-c',
+            max_tokens: 200,
+            system: [
+              { type: 'text', text: 'You are terse.' },
+              {
+                type: 'text',
+                text: SYSTEM,
+                ...(marked ? { cache_control: { type: 'ephemeral', ttl: '1h' } } : {}),
+              },
+            ],
+            tools: [{ ...weather, ...(marked ? { cache_control: { type: 'ephemeral', ttl: '1h' } } : {}) }],
+            messages: [
+              {
+                role: 'user',
+                content: [
+                  { type: 'text', text: 'Here is a long document. ' },
+                  {
+                    type: 'text',
+                    text: 'Summarise it.',
+                    ...(marked ? { cache_control: { type: 'ephemeral' } } : {}),
+                  },
+                ],
+              },
+              { role: 'assistant', content: 'It is short.' },
+              { role: 'user', content: 'Hi' },
+            ],
+          })
+          .withResponse();
+
+      // Without marks the wire body is what it always was.
+      await ask(false);
+      assert.equal(fakes.raw.at(-1), UNMARKED_WIRE);
+
+      const { data: message, response } = await ask(true);
+      const wire = fakes.bodies.at(-1)!;
+      assert.deepEqual(wire['system'], [
+        { type: 'text', text: 'You are terse.' },
+        { type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral', ttl: '1h' } },
+      ]);
+      assert.deepEqual(wire['tools'], [{ ...weather, cache_control: { type: 'ephemeral', ttl: '1h' } }]);
+      assert.deepEqual(wire['messages'], [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Here is a long document. ' },
+            { type: 'text', text: 'Summarise it.', cache_control: { type: 'ephemeral' } },
+          ],
+        },
+        { role: 'assistant', content: [{ type: 'text', text: 'It is short.' }] },
+        { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
+      ]);
+      // The upstream answers with cache writes and reads; the charge is Σ kind × published price.
+      assert.equal(message.usage.cache_creation_input_tokens, 1_100);
+      assert.equal(message.usage.cache_read_input_tokens, 2_000);
+      assert.equal(response.headers.get('x-tollgate-cost-usd'), (EXPECTED.anthropic / 1e6).toFixed(6));
+      assert.equal((await recorded(response.headers.get('x-request-id'))).cost, EXPECTED.anthropic);
+
+      // A mark on a tool_result block comes back on the tool_result block.
+      await anthropic.messages.create({
+        model: 'model-c',
+        max_tokens: 200,
+        tools: [weather],
+        messages: [
+          { role: 'user', content: 'Weather in Oslo?' },
+          {
+            role: 'assistant',
+            content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }],
+          },
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: 'toolu_1',
+                content: 'Sunny.',
+                cache_control: { type: 'ephemeral' },
+              },
+              { type: 'text', text: 'And tomorrow?' },
+            ],
+          },
+        ],
+      });
+      assert.deepEqual((fakes.bodies.at(-1)?.['messages'] as unknown[]).at(-1), {
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: 'toolu_1',
+            content: 'Sunny.',
+            cache_control: { type: 'ephemeral' },
+          },
+          { type: 'text', text: 'And tomorrow?' },
+        ],
+      });
+
+      // Streamed, the marks travel the same way.
+      await anthropic.messages
+        .stream({
+          model: 'model-c',
+          max_tokens: 200,
+          system: [{ type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral' } }],
+          messages: [{ role: 'user', content: 'Hi' }],
+        })
+        .finalMessage();
+      assert.deepEqual(fakes.bodies.at(-1)?.['system'], [
+        { type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral' } },
+      ]);
+
+      // The chat door takes marks on content parts and tools (OpenRouter's convention) to the same places.
+      const marked = {
+        messages: [
+          {
+            role: 'system' as const,
+            content: [{ type: 'text' as const, text: SYSTEM, cache_control: { type: 'ephemeral' } }],
+          },
+          { role: 'user' as const, content: 'Hi' },
+        ],
+        tools: [
+          {
+            type: 'function' as const,
+            function: { name: 'get_weather', parameters: weather.input_schema },
+            cache_control: { type: 'ephemeral', ttl: '5m' },
+          },
+        ],
+      } as unknown as Pick<OpenAI.ChatCompletionCreateParamsNonStreaming, 'messages' | 'tools'>;
+      const { response: viaChat } = await openai.chat.completions
+        .create({ model: 'model-c', ...marked })
+        .withResponse();
+      const chatWire = fakes.bodies.at(-1)!;
+      assert.deepEqual(chatWire['system'], [
+        { type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral' } },
+      ]);
+      assert.deepEqual((chatWire['tools'] as Record<string, unknown>[])[0]?.['cache_control'], {
+        type: 'ephemeral',
+        ttl: '5m',
+      });
+      assert.equal((await recorded(viaChat.headers.get('x-request-id'))).cost, EXPECTED.anthropic);
+
+      // An OpenAI-type upstream never sees cache_control, whole or streamed, from either door.
+      await openai.chat.completions.create({ model: 'model-b', ...marked });
+      assert.doesNotMatch(fakes.raw.at(-1)!, /cache_control/);
+      const stream = await openai.chat.completions.create({ model: 'model-b', ...marked, stream: true });
+      for await (const chunk of stream) void chunk;
+      assert.doesNotMatch(fakes.raw.at(-1)!, /cache_control/);
+      await anthropic.messages.create({
+        model: 'model-b',
+        max_tokens: 200,
+        system: [{ type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral' } }],
+        tools: [{ ...weather, cache_control: { type: 'ephemeral' } }],
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }] },
+        ],
+      });
+      assert.doesNotMatch(fakes.raw.at(-1)!, /cache_control/);
+
+      // A mark of an unknown kind is the client's 400, in Anthropic's error shape.
+      await assert.rejects(
+        anthropic.messages.create({
+          model: 'model-c',
+          max_tokens: 200,
+          system: [{ type: 'text', text: 'x', cache_control: { type: 'forever' } as never }],
+          messages: [{ role: 'user', content: 'Hi' }],
+        }),
+        (error: unknown) => error instanceof Anthropic.BadRequestError,
+      );
     });
   });
 }

@@ -8,10 +8,30 @@ export interface ToolCall {
   function: { name: string; arguments: string };
 }
 
+/**
+ * A prompt-cache breakpoint (Anthropic's `cache_control`): the prompt up to and including the marked block is
+ * cached, for five minutes or, with `ttl: "1h"`, an hour.
+ */
+export interface CacheControl {
+  type: 'ephemeral';
+  ttl?: '5m' | '1h';
+}
+
+/** One text part of a message as sent, with the cache mark it carried. */
+export interface TextPart {
+  text: string;
+  cache_control?: CacheControl;
+}
+
 export interface ChatMessage {
   role: Role;
   /** Text content (text parts joined); null for an assistant turn that only calls tools. */
   content: string | null;
+  /**
+   * The text parts as sent, kept only when one of them carries a cache mark: an upstream that caches by
+   * breakpoint (Anthropic) needs the parts' edges and marks; every other adapter reads `content`.
+   */
+  cacheParts?: TextPart[];
   name?: string;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
@@ -20,6 +40,8 @@ export interface ChatMessage {
 export interface ToolDefinition {
   type: 'function';
   function: { name: string; description?: string; parameters?: Record<string, unknown> };
+  /** A prompt-cache breakpoint after this tool (Anthropic's; OpenRouter's convention on the chat door). */
+  cache_control?: CacheControl;
 }
 
 /** `response_format`: free text, any JSON object, or an instance of the given JSON Schema. */

@@ -532,3 +532,52 @@ describe('parseChatRequest: response_format', () => {
     );
   });
 });
+
+describe('parseChatRequest: cache_control marks', () => {
+  it('keeps the parts of a message only when one carries a mark, and joins their text either way', () => {
+    const plain = ok({
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'text', text: 'b' },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(plain.messages[0], { role: 'user', content: 'ab' });
+    const marked = ok({
+      messages: [
+        {
+          role: 'system',
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'text', text: 'b', cache_control: { type: 'ephemeral', ttl: '1h' } },
+          ],
+        },
+        USER,
+      ],
+    });
+    assert.deepEqual(marked.messages[0], {
+      role: 'system',
+      content: 'ab',
+      cacheParts: [{ text: 'a' }, { text: 'b', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+    });
+  });
+
+  it('refuses a mark that is not ephemeral, a ttl other than 5m or 1h, on parts and on tools', () => {
+    const part = (mark: unknown) => ({
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'a', cache_control: mark }] }],
+    });
+    rejectsField(part({ type: 'persistent' }), 'messages[0].content[0].cache_control');
+    rejectsField(part({ type: 'ephemeral', ttl: '2h' }), 'messages[0].content[0].cache_control');
+    rejectsField(part('ephemeral'), 'messages[0].content[0].cache_control');
+    const tool = { type: 'function', function: { name: 'f' } };
+    rejectsField({ tools: [{ ...tool, cache_control: { type: 'x' } }] }, 'tools[0].cache_control');
+    assert.equal(
+      ok({ tools: [{ ...tool, cache_control: { type: 'ephemeral', ttl: '5m' } }] }).tools?.length,
+      1,
+    );
+  });
+});

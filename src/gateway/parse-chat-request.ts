@@ -2,7 +2,15 @@ import { invalidChoices } from '../core/choices.ts';
 import type { ModelConfig } from '../core/config.ts';
 import { isObject } from '../core/json.ts';
 import { GatewayError, invalid as invalidParam } from '../core/gateway-error.ts';
-import type { ChatMessage, ChatRequest, Role, ToolCall, ToolDefinition } from '../core/chat-types.ts';
+import type {
+  CacheControl,
+  ChatMessage,
+  ChatRequest,
+  Role,
+  TextPart,
+  ToolCall,
+  ToolDefinition,
+} from '../core/chat-types.ts';
 
 const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'developer', 'user', 'assistant', 'tool']);
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -142,20 +150,38 @@ function checkMaxTokens(body: Record<string, unknown>, model: ModelConfig): void
   }
 }
 
-function parseContent(raw: unknown, at: string, nullable: boolean): string | null {
-  if (typeof raw === 'string') return raw;
-  if ((raw === null || raw === undefined) && nullable) return null;
+/** A `cache_control` mark: `{type: "ephemeral"}`, with an optional `ttl` of "5m" or "1h" (Anthropic's). */
+function parseCacheControl(raw: unknown, at: string): CacheControl | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (
+    !isObject(raw) ||
+    raw['type'] !== 'ephemeral' ||
+    (raw['ttl'] !== undefined && raw['ttl'] !== '5m' && raw['ttl'] !== '1h')
+  )
+    throw invalid(`${at}.cache_control must be {"type":"ephemeral"} with an optional "ttl" of "5m" or "1h"`);
+  return raw['ttl'] === undefined ? { type: 'ephemeral' } : { type: 'ephemeral', ttl: raw['ttl'] };
+}
+
+/** A message's text, and its parts when one of them carries a cache mark. */
+function parseContent(
+  raw: unknown,
+  at: string,
+  nullable: boolean,
+): { content: string | null; cacheParts?: TextPart[] } {
+  if (typeof raw === 'string') return { content: raw };
+  if ((raw === null || raw === undefined) && nullable) return { content: null };
   if (!Array.isArray(raw)) throw invalid(`${at}.content must be a string or an array of text parts`);
-  return raw
-    .map((part: unknown, index) => {
-      if (!isObject(part) || part['type'] !== 'text' || typeof part['text'] !== 'string') {
-        throw invalid(
-          `${at}.content[${index}] must be a text part ({"type":"text","text":"…"}); other part types are not supported`,
-        );
-      }
-      return part['text'];
-    })
-    .join('');
+  const parts = raw.map((part: unknown, index): TextPart => {
+    if (!isObject(part) || part['type'] !== 'text' || typeof part['text'] !== 'string') {
+      throw invalid(
+        `${at}.content[${index}] must be a text part ({"type":"text","text":"…"}); other part types are not supported`,
+      );
+    }
+    const mark = parseCacheControl(part['cache_control'], `${at}.content[${index}]`);
+    return mark ? { text: part['text'], cache_control: mark } : { text: part['text'] };
+  });
+  const content = parts.map((part) => part.text).join('');
+  return parts.some((part) => part.cache_control) ? { content, cacheParts: parts } : { content };
 }
 
 function parseMessage(raw: unknown, index: number): ChatMessage {
@@ -166,7 +192,9 @@ function parseMessage(raw: unknown, index: number): ChatMessage {
     throw invalid(`${at}.role must be one of ${[...ROLES].join(', ')}`);
   const message: ChatMessage = { role: role as Role, content: null };
   const hasToolCalls = role === 'assistant' && raw['tool_calls'] !== undefined && raw['tool_calls'] !== null;
-  message.content = parseContent(raw['content'], at, hasToolCalls);
+  const { content, cacheParts } = parseContent(raw['content'], at, hasToolCalls);
+  message.content = content;
+  if (cacheParts) message.cacheParts = cacheParts;
   if (raw['name'] !== undefined) {
     if (typeof raw['name'] !== 'string') throw invalid(`${at}.name must be a string`);
     message.name = raw['name'];
@@ -231,6 +259,7 @@ function parseTools(raw: unknown): ToolDefinition[] | undefined {
         throw invalid(`${at}.function.parameters.required must be an array of names`);
       }
     }
+    parseCacheControl(tool['cache_control'], at);
     const definition: ToolDefinition = { type: 'function', function: { name: fn['name'] } };
     if (typeof fn['description'] === 'string') definition.function.description = fn['description'];
     if (parameters !== undefined) definition.function.parameters = parameters;

@@ -164,8 +164,7 @@ function addMessage(messages: Json[], message: unknown, index: number): void {
   if (typeof content === 'string') return void messages.push({ role, content });
   if (!Array.isArray(content))
     throw invalid(`${at}.content: must be a string or an array of blocks`, `${at}.content`);
-  let text = '';
-  let hasText = false;
+  const parts: Json[] = [];
   const calls: Json[] = [];
   content.forEach((block: unknown, blockIndex) => {
     const where = `${at}.content.${blockIndex}`;
@@ -173,8 +172,7 @@ function addMessage(messages: Json[], message: unknown, index: number): void {
     switch (block['type']) {
       case 'text':
         if (typeof block['text'] !== 'string') throw invalid(`${where}.text: must be a string`, where);
-        text += block['text'];
-        hasText = true;
+        parts.push(withMark({ type: 'text', text: block['text'] }, block));
         return;
       case 'tool_use':
         if (role !== 'assistant') throw invalid(`${where}: tool_use blocks belong to assistant turns`, where);
@@ -191,7 +189,11 @@ function addMessage(messages: Json[], message: unknown, index: number): void {
         if (typeof block['tool_use_id'] !== 'string')
           throw invalid(`${where}.tool_use_id: must be a string`, `${where}.tool_use_id`);
         const result = block['content'] === undefined ? '' : textBlocks(block['content'], `${where}.content`);
-        messages.push({ role: 'tool', tool_call_id: block['tool_use_id'], content: result });
+        messages.push({
+          role: 'tool',
+          tool_call_id: block['tool_use_id'],
+          content: markedResult(result, block),
+        });
         return;
       }
       case 'thinking':
@@ -205,6 +207,8 @@ function addMessage(messages: Json[], message: unknown, index: number): void {
         );
     }
   });
+  const hasText = parts.length > 0;
+  const text = textOf(parts);
   if (role === 'assistant') {
     const turn: Json = { role, content: hasText ? text : null };
     if (calls.length > 0) turn['tool_calls'] = calls;
@@ -213,6 +217,29 @@ function addMessage(messages: Json[], message: unknown, index: number): void {
     messages.push({ role, content: text });
   }
 }
+
+/** A mark on a tool_result block goes on its last text part, where the chat body can carry it. */
+function markedResult(result: string | Json[], block: Json): string | Json[] {
+  if (!isMarked(block)) return result;
+  const parts = typeof result === 'string' ? [{ type: 'text', text: result }] : result;
+  return [...parts.slice(0, -1), withMark(parts.at(-1) ?? { type: 'text', text: '' }, block)];
+}
+
+const isMarked = (block: Json): boolean =>
+  block['cache_control'] !== undefined && block['cache_control'] !== null;
+
+/** The part with the block's `cache_control`, when it has one (checked where the chat body is validated). */
+const withMark = (part: Json, block: Json): Json =>
+  isMarked(block) ? { ...part, cache_control: block['cache_control'] } : part;
+
+/**
+ * Text blocks as chat content: their text joined, or the parts themselves when one carries a cache mark, so
+ * the mark and the blocks' edges reach an upstream that caches by breakpoint.
+ */
+const textOf = (parts: Json[]): string | Json[] =>
+  parts.some((part) => part['cache_control'] !== undefined)
+    ? parts
+    : parts.map((part) => part['text']).join('');
 
 /** A tool_use block's input as the JSON text of a call's arguments; input nested past any real schema is a 400. */
 function inputArguments(input: unknown, at: string): string {
@@ -227,17 +254,16 @@ function inputArguments(input: unknown, at: string): string {
   }
 }
 
-/** A string, or text blocks joined. */
-function textBlocks(value: unknown, at: string): string {
+/** A string, or text blocks: joined, or as text parts when one carries a cache mark. */
+function textBlocks(value: unknown, at: string): string | Json[] {
   if (typeof value === 'string') return value;
   if (!Array.isArray(value)) throw invalid(`${at}: must be a string or an array of text blocks`, at);
-  let text = '';
-  value.forEach((block: unknown, index) => {
+  const parts = value.map((block: unknown, index): Json => {
     if (!isObject(block) || block['type'] !== 'text' || typeof block['text'] !== 'string')
       throw invalid(`${at}.${index}: only text blocks are supported here`, `${at}.${index}`);
-    text += block['text'];
+    return withMark({ type: 'text', text: block['text'] }, block);
   });
-  return text;
+  return textOf(parts);
 }
 
 /** A client tool ({name, description, input_schema}); Anthropic's server tools (web search, bash …) are refused. */
@@ -252,7 +278,7 @@ function toChatTool(tool: unknown, index: number): Json {
   const fn: Json = { name: tool['name'] };
   if (typeof tool['description'] === 'string') fn['description'] = tool['description'];
   if (tool['input_schema'] !== undefined) fn['parameters'] = tool['input_schema'];
-  return { type: 'function', function: fn };
+  return withMark({ type: 'function', function: fn }, tool);
 }
 
 function toChatToolChoice(choice: Json): unknown {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChatMessage, ChatRequest } from '../../core/chat-types.ts';
+import type { ChatMessage, ChatRequest, TextPart } from '../../core/chat-types.ts';
 import { chatRequestOf, type RequestFields } from '../../core/testing.ts';
 import { ProviderError } from '../../core/provider-error.ts';
 import {
@@ -393,5 +393,62 @@ describe('convertAnthropicResponse', () => {
     assert.equal(completion.choices[0]!.message.tool_calls?.[0]?.function.arguments, '{}');
     assert.equal(completion.choices[0]!.finish_reason, 'length');
     assert.deepEqual(completion.usage, { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+  });
+});
+
+describe('convertToAnthropicRequest: cache_control marks', () => {
+  const marked = (text: string, ttl?: '5m' | '1h'): TextPart[] => [
+    { text, cache_control: ttl ? { type: 'ephemeral', ttl } : { type: 'ephemeral' } },
+  ];
+
+  it('puts marks on the system blocks, message blocks, tool results and tools they came on', () => {
+    const body = convert({
+      messages: [
+        { role: 'system', content: 'short' },
+        { role: 'system', content: 'long', cacheParts: marked('long', '1h') },
+        {
+          role: 'user',
+          content: 'ab',
+          cacheParts: [{ text: 'a' }, { text: '' }, { text: 'b', cache_control: { type: 'ephemeral' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny', cacheParts: marked('sunny', '5m') },
+      ],
+      tools: [{ ...WEATHER, cache_control: { type: 'ephemeral' } }],
+    });
+    assert.deepEqual(body['system'], [
+      { type: 'text', text: 'short' },
+      { type: 'text', text: 'long', cache_control: { type: 'ephemeral', ttl: '1h' } },
+    ]);
+    assert.deepEqual(body['messages'], [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b', cache_control: { type: 'ephemeral' } },
+          {
+            type: 'tool_result',
+            tool_use_id: 'call_1',
+            content: 'sunny',
+            cache_control: { type: 'ephemeral', ttl: '5m' },
+          },
+        ],
+      },
+    ]);
+    assert.deepEqual((body['tools'] as Record<string, unknown>[])[0]?.['cache_control'], {
+      type: 'ephemeral',
+    });
+  });
+
+  it('without marks the system prompt stays one string and no block carries cache_control', () => {
+    const body = convert({
+      messages: [
+        { role: 'system', content: 'one' },
+        { role: 'developer', content: 'two' },
+        { role: 'user', content: 'hi' },
+      ],
+      tools: [WEATHER],
+    });
+    assert.equal(body['system'], 'one\n\ntwo');
+    assert.doesNotMatch(JSON.stringify(body), /cache_control/);
   });
 });

@@ -1,4 +1,5 @@
 import type {
+  CacheControl,
   ChatCompletion,
   ChatMessage,
   ChatRequest,
@@ -17,10 +18,17 @@ import { kindsOfAnthropic, usageOfKinds } from '../../billing/token-kinds.ts';
  */
 export const STRUCTURED_TOOL = 'structured_answer';
 
+/** A prompt-cache breakpoint, on any block that may carry one. */
+interface Mark {
+  cache_control?: CacheControl;
+}
+
+type TextBlock = { type: 'text'; text: string } & Mark;
+
 type Block =
-  | { type: 'text'; text: string }
+  | TextBlock
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content: string };
+  | ({ type: 'tool_result'; tool_use_id: string; content: string } & Mark);
 
 interface AnthropicMessage {
   role: 'user' | 'assistant';
@@ -60,10 +68,7 @@ export function convertToAnthropicRequest(
   stream: boolean,
 ): Record<string, unknown> {
   const known = knownParams(request.body);
-  const system = request.messages
-    .filter((message) => message.role === 'system' || message.role === 'developer')
-    .map((message) => message.content ?? '')
-    .join('\n\n');
+  const system = systemPrompt(request.messages);
   const messages: AnthropicMessage[] = [];
   for (const message of request.messages) {
     if (message.role === 'system' || message.role === 'developer') continue;
@@ -78,7 +83,7 @@ export function convertToAnthropicRequest(
     max_tokens: known.maxTokens ?? defaultMaxTokens,
     messages,
   };
-  if (system) body['system'] = system;
+  if (system.length > 0) body['system'] = system;
   // Anthropic's temperature runs 0–1; the convention's 0–2 is clamped to it.
   if (known.temperature !== undefined) body['temperature'] = Math.min(1, known.temperature);
   if (known.topP !== undefined) body['top_p'] = known.topP;
@@ -90,6 +95,7 @@ export function convertToAnthropicRequest(
       name: tool.function.name,
       ...(tool.function.description ? { description: tool.function.description } : {}),
       input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
+      ...markOf(tool.cache_control),
     });
   }
   let choice = userTools.length > 0 ? convertToolChoice(known.toolChoice) : undefined;
@@ -123,17 +129,52 @@ export function convertToAnthropicRequest(
   return body;
 }
 
+/**
+ * `cache_control` as the Messages API takes it (type and ttl only), or nothing: the request's marks were
+ * checked on arrival, but a deployment's policy may have edited `tools`, so anything else reads as unmarked.
+ */
+function markOf(mark: unknown): Mark {
+  if (typeof mark !== 'object' || mark === null || (mark as CacheControl).type !== 'ephemeral') return {};
+  const ttl = (mark as CacheControl).ttl;
+  return { cache_control: ttl === '5m' || ttl === '1h' ? { type: 'ephemeral', ttl } : { type: 'ephemeral' } };
+}
+
+/** A message's text as blocks: one, or the parts as sent with their cache marks when it carries any. */
+function textBlocks(message: ChatMessage): TextBlock[] {
+  if (message.cacheParts)
+    return message.cacheParts
+      .filter((part) => part.text !== '' || part.cache_control)
+      .map((part) => ({ type: 'text', text: part.text, ...markOf(part.cache_control) }));
+  return message.content ? [{ type: 'text', text: message.content }] : [];
+}
+
+/**
+ * The system and developer messages as the `system` field: one string, their texts joined; or, when one carries
+ * a cache mark, text blocks that keep the marks where they were put.
+ */
+function systemPrompt(messages: ChatMessage[]): string | TextBlock[] {
+  const system = messages.filter((message) => message.role === 'system' || message.role === 'developer');
+  if (!system.some((message) => message.cacheParts))
+    return system.map((message) => message.content ?? '').join('\n\n');
+  return system.flatMap(textBlocks);
+}
+
 function convertMessage(message: ChatMessage): AnthropicMessage {
   if (message.role === 'tool') {
+    const mark = message.cacheParts?.findLast((part) => part.cache_control)?.cache_control;
     return {
       role: 'user',
       content: [
-        { type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: message.content ?? '' },
+        {
+          type: 'tool_result',
+          tool_use_id: message.tool_call_id ?? '',
+          content: message.content ?? '',
+          ...markOf(mark),
+        },
       ],
     };
   }
-  const content: Block[] = [];
-  if (message.content) content.push({ type: 'text', text: message.content });
+  const content: Block[] = textBlocks(message);
   for (const call of message.tool_calls ?? []) {
     content.push({
       type: 'tool_use',

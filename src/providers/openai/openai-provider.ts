@@ -1,5 +1,5 @@
 import type { ProviderConfig, TimeoutsConfig } from '../../core/config.ts';
-import type { ChatChunk, ChatCompletion } from '../../core/chat-types.ts';
+import type { ChatBody, ChatChunk, ChatCompletion, ToolDefinition } from '../../core/chat-types.ts';
 import { callHeaders, type PassThroughProvider, type ProviderCall } from '../../core/provider.ts';
 import { ProviderError } from '../../core/provider-error.ts';
 import { ChunkScanner } from './scan-chunk.ts';
@@ -24,7 +24,7 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
     id: config.id,
     async complete(call) {
       const body: Record<string, unknown> = {
-        ...call.request.body,
+        ...withoutCacheMarks(call.request.body),
         model: call.upstreamModel,
         stream: false,
       };
@@ -68,11 +68,46 @@ export function createOpenAIProvider(config: ProviderConfig, timeouts: TimeoutsC
 
 const streamBody = (call: ProviderCall): string =>
   JSON.stringify({
-    ...call.request.body,
+    ...withoutCacheMarks(call.request.body),
     model: call.upstreamModel,
     stream: true,
     stream_options: { include_usage: true },
   });
+
+const hasMark = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && 'cache_control' in value;
+
+const unmarked = (value: unknown): unknown => {
+  if (!hasMark(value)) return value;
+  const rest = { ...value };
+  delete rest['cache_control'];
+  return rest;
+};
+
+/**
+ * The body without Anthropic's `cache_control` marks on content parts and tools (OpenAI's API refuses fields it
+ * does not know, and caches prefixes on its own); the same object, untouched, when nothing is marked.
+ */
+export function withoutCacheMarks(body: ChatBody): ChatBody {
+  const messages = Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [];
+  const markedPart = (message: unknown): boolean =>
+    typeof message === 'object' &&
+    message !== null &&
+    Array.isArray((message as { content?: unknown }).content) &&
+    (message as { content: unknown[] }).content.some(hasMark);
+  const markedMessages = messages.some(markedPart);
+  const markedTools = Array.isArray(body.tools) && body.tools.some(hasMark);
+  if (!markedMessages && !markedTools) return body;
+  const copy: ChatBody = { ...body };
+  if (markedMessages)
+    copy['messages'] = messages.map((message) =>
+      markedPart(message)
+        ? { ...(message as object), content: (message as { content: unknown[] }).content.map(unmarked) }
+        : message,
+    );
+  if (markedTools) copy.tools = body.tools!.map((tool) => unmarked(tool) as ToolDefinition);
+  return copy;
+}
 
 /** A stream event's JSON as a chunk; the upstream's in-band error, or a protocol error for anything else. */
 function checkedChunk(value: unknown): ChatChunk {

@@ -15,9 +15,12 @@ import { queueEvent } from '../webhooks/queue-event.ts';
 import { PLAN_PERIOD_MS } from '../billing/apply-plan.ts';
 import { grantCredit } from '../billing/grant-credit.ts';
 import { raiseAlert } from './billing-alerts.ts';
+import { periodStartMs } from '../accounts/key-controls.ts';
 
 /** After a failed renewal the plan keeps serving this long while the card is retried (docs/decisions.md). */
 export const GRACE_MS = 7 * DAY_MS;
+/** The shares of a key's spending limit (percent) at which `key.limit_reached` is sent. */
+export const KEY_LIMIT_STEPS = [80, 100] as const;
 /** Renewal and trial alerts go out this long before the end. */
 export const ALERT_AHEAD_MS = 3 * DAY_MS;
 /** How often a failed renewal is retried within the grace period; the last try is at its end. */
@@ -176,7 +179,55 @@ export class BillingCycle {
           }),
         )) || queued;
     }
+    queued = (await this.#keyLimitAlerts(now)) || queued;
     if (queued) this.#o.onEventQueued();
+  }
+
+  /**
+   * `key.limit_reached` at 80% and 100% of each key's spending limit, once per crossing in each limit period
+   * (the period's first day is in the crossing's id); a crossing that is undone (the limit raised) re-arms.
+   */
+  async #keyLimitAlerts(now: number): Promise<boolean> {
+    const { store } = this.#o;
+    let queued = false;
+    for (const key of await store.billing.keyLimitWatches()) {
+      const start = periodStartMs(key.period, now);
+      const fromDay = key.period === 'never' ? '0000-00-00' : new Date(start).toISOString().slice(0, 10);
+      const spent = await store.billing.keySpentSince(key.keyId, fromDay);
+      for (const percent of KEY_LIMIT_STEPS) {
+        const id = `key.limit_reached:${key.keyId}:${percent}:${fromDay}`;
+        // Integer µUSD: spent / limit ≥ percent / 100 without a division.
+        if (spent * 100 < key.limitMicros * percent) {
+          await store.billing.clearAlert(id);
+          continue;
+        }
+        const offset = await store.billing.clockOffset(key.accountId);
+        queued =
+          (await store.transaction((tx) =>
+            raiseAlert(tx, {
+              id,
+              accountId: key.accountId,
+              kind: 'key.limit_reached',
+              subject: `Your Tollgate key "${key.name}" has used ${percent}% of its spending limit`,
+              body:
+                percent >= 100
+                  ? `Your key "${key.name}" has spent USD ${formatUsd(spent, 2)} of its USD ${formatUsd(key.limitMicros, 2)} limit${key.period === 'never' ? '' : ` (${key.period})`}: its requests now get 402 until the limit is raised${key.period === 'never' ? '' : ' or the period starts over'}.`
+                  : `Your key "${key.name}" has spent USD ${formatUsd(spent, 2)} of its USD ${formatUsd(key.limitMicros, 2)} limit${key.period === 'never' ? '' : ` (${key.period})`}. Raise the limit in the dashboard's Keys page if it needs more.`,
+              fields: {
+                key_id: key.keyId,
+                key_name: key.name,
+                percent,
+                spent: microsToUsd(spent),
+                limit: microsToUsd(key.limitMicros),
+                period: key.period,
+              },
+              now,
+              billingNow: now + offset,
+            }),
+          )) || queued;
+      }
+    }
+    return queued;
   }
 
   /** Charges every due renewal or retry; resolves to how many were handled. */

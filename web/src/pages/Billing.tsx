@@ -4,7 +4,13 @@ import { api, type Checkout, dateTime, type List, num, type Order, type Plan, us
 import { money } from '../format.ts';
 import { ErrorMessage, Field, Section, Settled, TableWrap } from '../ui.tsx';
 import { useAccount } from './Overview.tsx';
-import { InvoicesSection, type Subscription, SubscriptionSection } from './BillingCycle.tsx';
+import {
+  AlertSettingsSection,
+  BillingDetailsSection,
+  InvoicesSection,
+  type Subscription,
+  SubscriptionSection,
+} from './BillingCycle.tsx';
 
 export function Billing() {
   const account = useAccount();
@@ -106,6 +112,8 @@ export function Billing() {
           <p className="hint">You pay on the payment provider's checkout page, then come back here.</p>
         </Section>
         <InvoicesSection />
+        <BillingDetailsSection />
+        <AlertSettingsSection />
         <Section title="Orders">
           <ErrorMessage error={orders.error} />
           <TableWrap label="Orders">

@@ -336,7 +336,7 @@ describe('Stripe payments', () => {
     assert.match(checkout.body.checkout_url, /^https:\/\/checkout\.stripe\.com\//);
     assert.equal(checkout.body.provider, 'stripe');
     const sent = sessions.at(-1)!;
-    assert.equal(sent.get('mode'), 'payment');
+    assert.equal(sent.get('mode'), 'subscription', 'a plan is a Stripe subscription');
     assert.equal(sent.get('line_items[0][price_data][unit_amount]'), '10000');
     assert.equal(sent.get('client_reference_id'), checkout.body.order_id);
 

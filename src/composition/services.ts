@@ -225,6 +225,7 @@ export function createServices(options: ServicesOptions): Services {
   const cycle = new BillingCycle({
     ...{ store, config, clock, bus, logger },
     providerId: stripe ? 'stripe' : 'test',
+    stripe,
     onEventQueued: () => dispatcher.nudge(),
   });
   const payments = new PaymentsService({

@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
+import type Stripe from 'stripe';
 import type { Config, PlanConfig, PlanId } from '../core/config.ts';
 import type { Job } from '../jobs/scheduler.ts';
 import { paymentEvent } from '../payments/payment-event.ts';
 import type { Bus } from '../shared/bus.ts';
 import { GatewayError } from '../core/gateway-error.ts';
 import { type Clock, newId } from '../core/ids.ts';
-import { formatUsd, microsToUsd } from '../core/money.ts';
+import { formatUsd, microsToCents, microsToUsd } from '../core/money.ts';
 import { DAY_MS } from '../core/time.ts';
 import type { InvoiceLine, InvoiceRecord, SubscriptionRecord } from '../store/billing-repo.ts';
 import type { AccountRecord, OrderRecord } from '../core/records.ts';
@@ -14,9 +15,12 @@ import { queueEvent } from '../webhooks/queue-event.ts';
 import { PLAN_PERIOD_MS } from '../billing/apply-plan.ts';
 import { grantCredit } from '../billing/grant-credit.ts';
 import { raiseAlert } from './billing-alerts.ts';
+import { periodStartMs } from '../accounts/key-controls.ts';
 
 /** After a failed renewal the plan keeps serving this long while the card is retried (docs/decisions.md). */
 export const GRACE_MS = 7 * DAY_MS;
+/** The shares of a key's spending limit (percent) at which `key.limit_reached` is sent. */
+export const KEY_LIMIT_STEPS = [80, 100] as const;
 /** Renewal and trial alerts go out this long before the end. */
 export const ALERT_AHEAD_MS = 3 * DAY_MS;
 /** How often a failed renewal is retried within the grace period; the last try is at its end. */
@@ -53,8 +57,22 @@ export interface BillingCycleOptions {
   logger: Logger;
   /** The payment provider in use: the billing clock and the simulated renewal charge are the test provider's. */
   providerId: 'test' | 'stripe';
+  /** With Stripe: cancel and resume are made on Stripe's subscription, which then renews or ends it. */
+  stripe?: Stripe | undefined;
   onEventQueued(): void;
 }
+
+/** A renewal invoice of a Stripe subscription, paid or failed, from its verified event. */
+export interface StripeRenewal {
+  eventId: string;
+  subscriptionRef: string;
+  invoiceId: string;
+  paid: boolean;
+  amountCents: number;
+  currency: string;
+}
+
+type StripeResult = 'applied' | 'duplicate' | 'ignored' | 'refused';
 
 /**
  * The billing cycle: subscriptions renew at their period end (one instance charges each, by claiming the due
@@ -161,7 +179,55 @@ export class BillingCycle {
           }),
         )) || queued;
     }
+    queued = (await this.#keyLimitAlerts(now)) || queued;
     if (queued) this.#o.onEventQueued();
+  }
+
+  /**
+   * `key.limit_reached` at 80% and 100% of each key's spending limit, once per crossing in each limit period
+   * (the period's first day is in the crossing's id); a crossing that is undone (the limit raised) re-arms.
+   */
+  async #keyLimitAlerts(now: number): Promise<boolean> {
+    const { store } = this.#o;
+    let queued = false;
+    for (const key of await store.billing.keyLimitWatches()) {
+      const start = periodStartMs(key.period, now);
+      const fromDay = key.period === 'never' ? '0000-00-00' : new Date(start).toISOString().slice(0, 10);
+      const spent = await store.billing.keySpentSince(key.keyId, fromDay);
+      for (const percent of KEY_LIMIT_STEPS) {
+        const id = `key.limit_reached:${key.keyId}:${percent}:${fromDay}`;
+        // Integer µUSD: spent / limit ≥ percent / 100 without a division.
+        if (spent * 100 < key.limitMicros * percent) {
+          await store.billing.clearAlert(id);
+          continue;
+        }
+        const offset = await store.billing.clockOffset(key.accountId);
+        queued =
+          (await store.transaction((tx) =>
+            raiseAlert(tx, {
+              id,
+              accountId: key.accountId,
+              kind: 'key.limit_reached',
+              subject: `Your Tollgate key "${key.name}" has used ${percent}% of its spending limit`,
+              body:
+                percent >= 100
+                  ? `Your key "${key.name}" has spent USD ${formatUsd(spent, 2)} of its USD ${formatUsd(key.limitMicros, 2)} limit${key.period === 'never' ? '' : ` (${key.period})`}: its requests now get 402 until the limit is raised${key.period === 'never' ? '' : ' or the period starts over'}.`
+                  : `Your key "${key.name}" has spent USD ${formatUsd(spent, 2)} of its USD ${formatUsd(key.limitMicros, 2)} limit${key.period === 'never' ? '' : ` (${key.period})`}. Raise the limit in the dashboard's Keys page if it needs more.`,
+              fields: {
+                key_id: key.keyId,
+                key_name: key.name,
+                percent,
+                spent: microsToUsd(spent),
+                limit: microsToUsd(key.limitMicros),
+                period: key.period,
+              },
+              now,
+              billingNow: now + offset,
+            }),
+          )) || queued;
+      }
+    }
+    return queued;
   }
 
   /** Charges every due renewal or retry; resolves to how many were handled. */
@@ -197,7 +263,13 @@ export class BillingCycle {
   }
 
   /** Records a paid plan order's subscription (a new period from now) in the order's transaction. */
-  async planPaid(tx: Store, account: AccountRecord, plan: PlanConfig, provider: string): Promise<void> {
+  async planPaid(
+    tx: Store,
+    account: AccountRecord,
+    plan: PlanConfig,
+    provider: string,
+    providerRef?: string,
+  ): Promise<void> {
     const after = await tx.accounts.byId(account.id);
     const periodEnd = after?.planExpiresAt;
     if (periodEnd === null || periodEnd === undefined) return;
@@ -208,7 +280,7 @@ export class BillingCycle {
       plan: plan.id,
       status: 'active',
       provider,
-      providerRef: existing?.providerRef ?? null,
+      providerRef: providerRef ?? existing?.providerRef ?? null,
       periodStart: Math.min(now, periodEnd - PLAN_PERIOD_MS),
       periodEnd,
       cancelAtPeriodEnd: false,
@@ -221,9 +293,10 @@ export class BillingCycle {
       overageOwedMicros: existing?.overageOwedMicros ?? 0,
       updatedAt: now,
     });
+    // Stripe charges only the plan's price on its invoices, so a Stripe subscription stops at its quota.
     await tx.billing.setOverageAllowance(
       account.id,
-      overageAllowance(plan, existing?.overageCapMicros ?? null),
+      provider === 'stripe' ? 0 : overageAllowance(plan, existing?.overageCapMicros ?? null),
     );
   }
 
@@ -252,17 +325,93 @@ export class BillingCycle {
    * end of a cancelled or expired subscription. False when there was nothing to do.
    */
   async renewOne(accountId: string): Promise<boolean> {
+    return (await this.#renew(accountId)) === 'applied';
+  }
+
+  /**
+   * A Stripe subscription's renewal invoice, paid or failed: the same renewal as the test provider's, with
+   * Stripe's outcome in place of the test card's. Stripe retries a failed invoice itself (its own schedule), so
+   * no retry is scheduled here; the grace period still ends the plan if no paid invoice comes.
+   */
+  async stripeRenewal(accountId: string, renewal: StripeRenewal): Promise<StripeResult> {
+    return this.#renew(accountId, renewal);
+  }
+
+  /**
+   * A Stripe subscription changed: `cancel_at_period_end` is mirrored; a deleted subscription ends the plan
+   * now (Stripe deletes it at the period end of a cancelled one, or when its retries are exhausted).
+   */
+  async stripeSubscriptionChanged(
+    accountId: string,
+    change: { eventId: string; subscriptionRef: string; deleted: boolean; cancelAtPeriodEnd: boolean },
+  ): Promise<StripeResult> {
+    const now = this.#o.clock();
+    const result = await this.#o.store.transaction(async (tx): Promise<StripeResult> => {
+      if (!(await tx.payments.markEventProcessed('stripe', change.eventId, now))) return 'duplicate';
+      const sub = await tx.billing.subscription(accountId, true);
+      if (!sub || sub.provider !== 'stripe' || sub.providerRef !== change.subscriptionRef) return 'ignored';
+      if (!change.deleted) {
+        if (sub.status !== 'active' && sub.status !== 'past_due') return 'ignored';
+        await tx.billing.putSubscription({
+          ...sub,
+          cancelAtPeriodEnd: change.cancelAtPeriodEnd,
+          updatedAt: now,
+        });
+        return 'applied';
+      }
+      if (sub.status === 'canceled' || sub.status === 'expired') return 'duplicate';
+      await tx.billing.setOverageAllowance(accountId, 0);
+      await tx.billing.endPlanGrants(accountId, now);
+      await tx.accounts.setPlan(accountId, sub.plan, now);
+      await tx.billing.putSubscription({
+        ...sub,
+        status: sub.failedAttempts > 0 ? 'expired' : 'canceled',
+        nextAttemptAt: null,
+        graceUntil: null,
+        updatedAt: now,
+      });
+      return 'applied';
+    });
+    if (result === 'applied') await this.#invalidate(accountId);
+    return result;
+  }
+
+  async #renew(accountId: string, stripe?: StripeRenewal): Promise<StripeResult> {
     const { store, config, clock } = this.#o;
     const now = clock();
     let queued = false;
-    const done = await store.transaction(async (tx) => {
+    const done = await store.transaction(async (tx): Promise<StripeResult> => {
+      if (stripe && !(await tx.payments.markEventProcessed('stripe', stripe.eventId, now)))
+        return 'duplicate';
       const sub = await tx.billing.subscription(accountId, true);
-      if (!sub || sub.nextAttemptAt === null || sub.nextAttemptAt > now) return false;
-      if (!(await tx.billing.claimDue(accountId, sub.nextAttemptAt))) return false;
+      if (!sub) return 'ignored';
+      if (stripe) {
+        if (sub.provider !== 'stripe' || sub.providerRef !== stripe.subscriptionRef) return 'ignored';
+        if (sub.status !== 'active' && sub.status !== 'past_due') return 'ignored';
+        // One renewal per paid invoice, whichever of its events (or a replay under a new id) comes.
+        if (stripe.paid && !(await tx.payments.markEventProcessed('stripe-invoice', stripe.invoiceId, now)))
+          return 'duplicate';
+      } else {
+        if (sub.nextAttemptAt === null || sub.nextAttemptAt > now) return 'ignored';
+        if (!(await tx.billing.claimDue(accountId, sub.nextAttemptAt))) return 'ignored';
+      }
       const account = await tx.accounts.byId(accountId);
-      if (!account) return false;
+      if (!account) return 'ignored';
       const next = config.plans.get(sub.nextPlan ?? sub.plan);
-      const renewing = !sub.cancelAtPeriodEnd && next !== undefined && next.monthlyPriceMicros > 0;
+      // Stripe's invoice is the word on whether the subscription renews.
+      const renewing =
+        (stripe !== undefined || !sub.cancelAtPeriodEnd) && next !== undefined && next.monthlyPriceMicros > 0;
+      if (
+        stripe?.paid &&
+        (stripe.currency.toLowerCase() !== 'usd' ||
+          stripe.amountCents < microsToCents(next?.monthlyPriceMicros ?? 0))
+      ) {
+        this.#o.logger.error(
+          { accountId, eventId: stripe.eventId, amountCents: stripe.amountCents, currency: stripe.currency },
+          'Stripe invoice refused: it does not pay the plan',
+        );
+        return 'refused';
+      }
       // The period's overage is charged with its end, at the rate of the plan it was accrued on.
       const accrued = await tx.billing.accruedOverage(accountId);
       const overageList = accrued + sub.overageOwedMicros;
@@ -271,7 +420,7 @@ export class BillingCycle {
       if (!renewing && overageMicros === 0) {
         await tx.billing.setOverageAllowance(accountId, 0);
         await tx.billing.putSubscription({ ...sub, status: 'canceled', nextAttemptAt: null, updatedAt: now });
-        return true;
+        return 'applied';
       }
       const plan = renewing ? next : (overagePlan ?? next!);
       const billingNow = await this.billingNow(accountId, tx);
@@ -304,7 +453,7 @@ export class BillingCycle {
         completedAt: null,
       };
       await tx.payments.insertOrder(order);
-      const declined = sub.testCardDeclines;
+      const declined = stripe ? !stripe.paid : sub.testCardDeclines;
       await tx.payments.complete(
         order.id,
         declined ? 'failed' : 'paid',
@@ -330,7 +479,7 @@ export class BillingCycle {
         }
         await tx.billing.setOverageAllowance(
           accountId,
-          renewing ? overageAllowance(plan, sub.overageCapMicros) : 0,
+          renewing && !stripe ? overageAllowance(plan, sub.overageCapMicros) : 0,
         );
         await tx.billing.putSubscription({
           ...sub,
@@ -339,7 +488,7 @@ export class BillingCycle {
           periodStart: renewing ? periodStart : sub.periodStart,
           periodEnd: renewing ? periodEnd : sub.periodEnd,
           nextPlan: null,
-          nextAttemptAt: renewing ? periodEnd : null,
+          nextAttemptAt: renewing && !stripe ? periodEnd : null,
           failedAttempts: 0,
           graceUntil: null,
           overageOwedMicros: 0,
@@ -361,7 +510,7 @@ export class BillingCycle {
           status: !renewing ? 'canceled' : final ? 'expired' : 'past_due',
           failedAttempts: sub.failedAttempts + 1,
           graceUntil: renewing ? graceUntil : null,
-          nextAttemptAt: final ? null : Math.min(now + RETRY_EVERY_MS, graceUntil),
+          nextAttemptAt: final || stripe ? null : Math.min(now + RETRY_EVERY_MS, graceUntil),
           overageOwedMicros: overageList,
           updatedAt: now,
         });
@@ -409,9 +558,9 @@ export class BillingCycle {
         await queueEvent(tx.webhooks, { accountId, eventType: payload.event_type, body: payload, now });
         queued = true;
       }
-      return true;
+      return 'applied';
     });
-    if (done) await this.#invalidate(accountId);
+    if (done === 'applied') await this.#invalidate(accountId);
     if (queued) this.#o.onEventQueued();
     return done;
   }
@@ -439,6 +588,7 @@ export class BillingCycle {
 
   /** Cancels at the period end: the plan serves until then and is not charged again. */
   async cancel(accountId: string): Promise<SubscriptionRecord> {
+    await this.#stripeCancelAtPeriodEnd(accountId, true);
     return this.#change(accountId, (sub) => {
       if (sub.status !== 'active' && sub.status !== 'past_due')
         throw new GatewayError('conflict', `the subscription is ${sub.status}`);
@@ -448,6 +598,7 @@ export class BillingCycle {
 
   /** Takes back a cancellation made for the period end. */
   async resume(accountId: string): Promise<SubscriptionRecord> {
+    await this.#stripeCancelAtPeriodEnd(accountId, false);
     return this.#change(accountId, (sub) => {
       if (sub.status !== 'active' && sub.status !== 'past_due')
         throw new GatewayError(
@@ -470,6 +621,11 @@ export class BillingCycle {
     const current = await store.billing.subscription(accountId);
     if (!current || (current.status !== 'active' && current.status !== 'past_due'))
       throw new GatewayError('conflict', 'no active subscription; buy a plan first');
+    if (current.provider === 'stripe')
+      throw new GatewayError(
+        'conflict',
+        'a Stripe subscription changes plan by cancelling it and subscribing to the other plan',
+      );
     const currentPlan = config.plans.get(current.plan);
     if (target.id === current.plan)
       return this.#change(accountId, (sub) => ({ ...sub, nextPlan: null, cancelAtPeriodEnd: false }));
@@ -579,6 +735,22 @@ export class BillingCycle {
     if (this.#o.providerId !== 'test')
       throw new GatewayError('not_found', 'the test payment provider is off');
     return this.#change(accountId, (sub) => ({ ...sub, testCardDeclines: declines }));
+  }
+
+  /** Sets Stripe's own subscription to end (or not) at its period end, before the local record follows. */
+  async #stripeCancelAtPeriodEnd(accountId: string, cancel: boolean): Promise<void> {
+    const sub = await this.#o.store.billing.subscription(accountId);
+    if (sub?.provider !== 'stripe' || !sub.providerRef) return;
+    if (sub.status !== 'active' && sub.status !== 'past_due') return;
+    const { stripe } = this.#o;
+    if (!stripe) throw new GatewayError('conflict', 'Stripe is not configured on this instance');
+    try {
+      await stripe.subscriptions.update(sub.providerRef, { cancel_at_period_end: cancel });
+    } catch (error) {
+      throw new GatewayError('provider_error', 'Stripe did not take the change; retry later', {
+        cause: error,
+      });
+    }
   }
 
   async #change(

@@ -156,7 +156,7 @@ export class PaymentsService {
   async complete(
     orderId: string,
     outcome: Outcome,
-    dedupe?: { provider: string; eventId: string },
+    dedupe?: { provider: string; eventId: string; subscriptionRef?: string | undefined },
   ): Promise<boolean> {
     const { store, config, clock, bus } = this.#o;
     const now = clock();
@@ -182,7 +182,7 @@ export class PaymentsService {
         if (plan) await applyPlan(tx, account.id, plan, now, order.id);
         planAfter = order.plan;
         if (plan && this.#o.cycle) {
-          await this.#o.cycle.planPaid(tx, account, plan, order.provider);
+          await this.#o.cycle.planPaid(tx, account, plan, order.provider, dedupe?.subscriptionRef);
           await this.#o.cycle.invoiceOrder(tx, account, order, [
             { description: `${plan.name} plan, 30 days`, amountMicros: order.amountMicros },
           ]);
@@ -236,6 +236,39 @@ export class PaymentsService {
     } catch (error) {
       throw new GatewayError('invalid_request', 'invalid Stripe signature', { cause: error });
     }
+    const cycle = this.#o.cycle;
+    if (cycle && (event.type === 'invoice.paid' || event.type === 'invoice.payment_failed')) {
+      const invoice = event.data.object as StripeInvoiceFields;
+      const parent = invoice.parent?.subscription_details;
+      const ref = parent?.subscription ?? invoice.subscription;
+      const accountId = (parent?.metadata ?? invoice.subscription_details?.metadata)?.['account_id'];
+      // The first invoice is paid through its Checkout Session (checkout.session.completed); a change's
+      // proration invoice is not a renewal.
+      if (invoice.billing_reason !== 'subscription_cycle' || typeof ref !== 'string' || !accountId)
+        return 'ignored';
+      return cycle.stripeRenewal(accountId, {
+        eventId: event.id,
+        subscriptionRef: ref,
+        invoiceId: invoice.id ?? event.id,
+        paid: event.type === 'invoice.paid',
+        amountCents: event.type === 'invoice.paid' ? (invoice.amount_paid ?? 0) : (invoice.amount_due ?? 0),
+        currency: invoice.currency ?? '',
+      });
+    }
+    if (
+      cycle &&
+      (event.type === 'customer.subscription.updated' || event.type === 'customer.subscription.deleted')
+    ) {
+      const subscription = event.data.object as Partial<Stripe.Subscription>;
+      const accountId = subscription.metadata?.['account_id'];
+      if (!accountId || typeof subscription.id !== 'string') return 'ignored';
+      return cycle.stripeSubscriptionChanged(accountId, {
+        eventId: event.id,
+        subscriptionRef: subscription.id,
+        deleted: event.type === 'customer.subscription.deleted',
+        cancelAtPeriodEnd: subscription.cancel_at_period_end === true,
+      });
+    }
     const session = event.data.object as Partial<Stripe.Checkout.Session>;
     const orderId = session.metadata?.['order_id'] ?? session.client_reference_id ?? undefined;
     let outcome: Outcome | undefined;
@@ -257,10 +290,31 @@ export class PaymentsService {
       );
       return 'refused';
     }
-    return (await this.complete(orderId, outcome, { provider: 'stripe', eventId: event.id }))
+    const subscriptionRef = typeof session.subscription === 'string' ? session.subscription : undefined;
+    return (await this.complete(orderId, outcome, { provider: 'stripe', eventId: event.id, subscriptionRef }))
       ? 'applied'
       : 'duplicate';
   }
+}
+
+/**
+ * The fields of a Stripe invoice event that Tollgate reads: the subscription is under
+ * `parent.subscription_details` since API version 2025-03-31, and at the top level before.
+ */
+interface StripeInvoiceFields {
+  id?: string;
+  billing_reason?: string | null;
+  amount_paid?: number;
+  amount_due?: number;
+  currency?: string;
+  subscription?: string | null;
+  subscription_details?: { metadata?: Record<string, string> | null } | null;
+  parent?: {
+    subscription_details?: {
+      subscription?: string | null;
+      metadata?: Record<string, string> | null;
+    } | null;
+  } | null;
 }
 
 /** What differs between a Stripe session and the order it names (provider, amount in cents, currency). */

@@ -25,16 +25,31 @@ export function createStripeClient(options: StripeOptions): Stripe {
   });
 }
 
-/** Stripe Checkout Sessions: the order id travels as client_reference_id and metadata, and comes back in the webhook. */
+/** The length of a Stripe subscription's period: Tollgate's 30-day plan period, as a recurring price. */
+export const STRIPE_PLAN_RECURRING = { interval: 'day', interval_count: 30 } as const;
+
+/**
+ * Stripe Checkout Sessions: the order id travels as client_reference_id and metadata, and comes back in the
+ * webhook. A plan is a subscription (Checkout in subscription mode, renewing every 30 days): its metadata names
+ * the account, so the subscription's invoices and changes find it; a top-up is a one-off payment.
+ */
 export function createStripePaymentProvider(stripe: Stripe): PaymentProvider {
   return {
     id: 'stripe',
     async createCheckout(order, account, description, baseUrl) {
+      const plan = order.kind === 'plan';
       const session = await stripe.checkout.sessions.create({
-        mode: 'payment',
+        mode: plan ? 'subscription' : 'payment',
         client_reference_id: order.id,
         customer_email: account.email,
         metadata: { order_id: order.id },
+        ...(plan
+          ? {
+              subscription_data: {
+                metadata: { order_id: order.id, account_id: account.id, plan: order.plan ?? '' },
+              },
+            }
+          : {}),
         line_items: [
           {
             quantity: 1,
@@ -42,6 +57,7 @@ export function createStripePaymentProvider(stripe: Stripe): PaymentProvider {
               currency: order.currency.toLowerCase(),
               unit_amount: microsToCents(order.amountMicros),
               product_data: { name: description },
+              ...(plan ? { recurring: STRIPE_PLAN_RECURRING } : {}),
             },
           },
         ],

@@ -1,5 +1,6 @@
 import type { PlanId } from '../core/config.ts';
 import type { Db } from './db.ts';
+import type { LimitPeriod } from '../core/records.ts';
 
 export type SubscriptionStatus = 'active' | 'past_due' | 'canceled' | 'expired';
 
@@ -306,6 +307,38 @@ export class BillingRepo {
       'SELECT account_id, low_balance_micros FROM billing_details WHERE low_balance_micros IS NOT NULL',
     );
     return rows.map((r) => ({ accountId: r.account_id, thresholdMicros: Number(r.low_balance_micros) }));
+  }
+
+  /** Active keys with a spending limit: what the key-limit alerts watch. */
+  async keyLimitWatches(): Promise<
+    { keyId: string; accountId: string; name: string; limitMicros: number; period: LimitPeriod }[]
+  > {
+    const rows = await this.#db.all<{
+      id: string;
+      account_id: string;
+      name: string;
+      spend_limit_micros: number | string;
+      limit_period: LimitPeriod | null;
+    }>(
+      `SELECT id, account_id, name, spend_limit_micros, limit_period FROM api_keys
+       WHERE spend_limit_micros IS NOT NULL AND spend_limit_micros > 0 AND status = 'active'`,
+    );
+    return rows.map((r) => ({
+      keyId: r.id,
+      accountId: r.account_id,
+      name: r.name,
+      limitMicros: Number(r.spend_limit_micros),
+      period: r.limit_period ?? 'never',
+    }));
+  }
+
+  /** A key's charged spend from a UTC day (`YYYY-MM-DD`) on, from the daily rollup, in µUSD. */
+  async keySpentSince(keyId: string, fromDay: string): Promise<number> {
+    const row = await this.#db.get<{ spent: number | string | null }>(
+      'SELECT CAST(SUM(cost_micros) AS BIGINT) AS spent FROM usage_daily WHERE key_id = $1 AND day >= $2',
+      [keyId, fromDay],
+    );
+    return Number(row?.spent ?? 0);
   }
 
   /** Active subscriptions renewing by `until`, and trial grants with credit left expiring by `until`. */

@@ -114,6 +114,57 @@ describe(
       assert.match(html, /USD 20\.00/);
     });
 
+    it('saves the billing details and the alert settings', async () => {
+      await billing();
+      const details = page.getByTestId('billing-details');
+      await details.getByLabel('Name or company').fill('Acme Research Ltd');
+      await details.getByLabel('Address').fill('1 Long Street, Cape Town');
+      await details.getByLabel('Tax id').fill('ZA4123456789');
+      await details.getByRole('button', { name: 'Save details' }).click();
+      await details.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      const account = await server.services.store.accounts.byEmail(email);
+      const saved = await server.services.store.billing.details(account!.id);
+      assert.equal(saved.name, 'Acme Research Ltd');
+      assert.equal(saved.address, '1 Long Street, Cape Town');
+      assert.equal(saved.taxId, 'ZA4123456789');
+
+      const alerts = page.getByTestId('alert-settings');
+      await alerts.getByLabel(/balance falls below/).fill('5');
+      await alerts.getByRole('checkbox', { name: /key\.limit_reached/ }).check();
+      await alerts.getByRole('checkbox', { name: /balance\.low/ }).check();
+      await alerts.getByRole('button', { name: 'Save alerts' }).click();
+      await alerts.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      const settings = await server.services.store.billing.alertSettings(account!.id);
+      assert.equal(settings.lowBalanceMicros, 5_000_000);
+      assert.deepEqual([...settings.events].sort(), ['balance.low', 'key.limit_reached']);
+      await billing();
+      assert.equal(await alerts.getByLabel(/balance falls below/).inputValue(), '5');
+      assert.ok(await alerts.getByRole('checkbox', { name: /key\.limit_reached/ }).isChecked());
+      assert.equal(await details.getByLabel('Tax id').inputValue(), 'ZA4123456789');
+    });
+
+    it('upgrades to Pro now with the unused part credited, and downgrades at the period end', async () => {
+      await billing();
+      await page.getByRole('button', { name: 'Upgrade to Pro now' }).click();
+      const plan = page.getByRole('region', { name: 'Subscription' }).locator('dd').first();
+      await plan.filter({ hasText: 'pro' }).waitFor();
+      const rows = page.getByRole('region', { name: 'Invoices', exact: true }).getByRole('row');
+      await rows.filter({ hasText: 'TG-000003' }).waitFor();
+      await page.getByRole('button', { name: 'Open TG-000003' }).click();
+      const invoice = page.getByRole('article', { name: 'Invoice TG-000003' });
+      await invoice.getByText(/^Pro plan, /).waitFor();
+      await invoice.getByText('Unused time on the Starter plan').waitFor();
+      await invoice.getByText('Acme Research Ltd').waitFor();
+      await page.getByRole('button', { name: 'Downgrade to Starter at period end' }).click();
+      await page.getByText('From the next period').waitFor();
+      const account = await server.services.store.accounts.byEmail(email);
+      const sub = await server.services.store.billing.subscription(account!.id);
+      assert.equal(sub?.plan, 'pro');
+      assert.equal(sub?.nextPlan, 'starter');
+      if (SCREENS) await page.screenshot({ path: join(SCREENS, 'billing-upgrade-1280.png'), fullPage: true });
+      assert.deepEqual(await axeFindings(page), []);
+    });
+
     it('fits a phone screen', async () => {
       await page.setViewportSize({ width: 390, height: 844 });
       await billing();

@@ -14,7 +14,12 @@ import {
 import { money } from '../format.ts';
 import { ErrorMessage, Field, Section, Settled, TableWrap } from '../ui.tsx';
 import { useAccount } from './Overview.tsx';
-import { InvoicesSection, SubscriptionSection } from './BillingCycle.tsx';
+import {
+  AlertSettingsSection,
+  BillingDetailsSection,
+  InvoicesSection,
+  SubscriptionSection,
+} from './BillingCycle.tsx';
 
 export function Billing() {
   const account = useAccount();
@@ -116,6 +121,8 @@ export function Billing() {
           <p className="hint">You pay on the payment provider's checkout page, then come back here.</p>
         </Section>
         <InvoicesSection />
+        <BillingDetailsSection />
+        <AlertSettingsSection />
         <Section title="Orders">
           <ErrorMessage error={orders.error} />
           <TableWrap label="Orders">

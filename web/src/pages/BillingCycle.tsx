@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, dateTime, type Invoice, type List, type SubscriptionAnswer, usd } from '../api.ts';
+import { api, dateTime, type Invoice, type List, type Plan, type SubscriptionAnswer, usd } from '../api.ts';
 import { ErrorMessage, Field, Section, TableWrap } from '../ui.tsx';
 
 /** Who an invoice names: the seller or the buyer. */
@@ -30,10 +30,21 @@ export function SubscriptionSection() {
       api<SubscriptionAnswer>('/api/billing/overage-cap', { method: 'PUT', body: { cap_usd: capUsd } }),
     onSuccess: refresh,
   });
+  const plans = useQuery({ queryKey: ['plans'], queryFn: () => api<List<Plan>>('/plans') });
+  const change = useMutation({
+    mutationFn: (plan: string) => api('/api/billing/subscription/change', { method: 'POST', body: { plan } }),
+    onSuccess: () => {
+      refresh();
+      void client.invalidateQueries({ queryKey: ['invoices'] });
+      void client.invalidateQueries({ queryKey: ['orders'] });
+    },
+  });
   const s = sub.data?.subscription;
+  const currentPrice = plans.data?.data.find((p) => p.id === s?.plan)?.monthly_price_usd ?? 0;
+  const others = (plans.data?.data ?? []).filter((p) => p.purchasable && p.id !== s?.plan);
   return (
     <Section title="Subscription">
-      <ErrorMessage error={sub.error ?? act.error ?? setOverageCap.error} />
+      <ErrorMessage error={sub.error ?? act.error ?? setOverageCap.error ?? change.error} />
       {sub.data && !s && <p>No subscription yet: buy a plan below and it renews every 30 days.</p>}
       {s && (
         <>
@@ -87,6 +98,35 @@ export function SubscriptionSection() {
                   Cancel at period end
                 </button>
               )}
+              {others.map((p) =>
+                p.monthly_price_usd > currentPrice ? (
+                  <button
+                    key={p.id}
+                    type="button"
+                    onClick={() => change.mutate(p.id)}
+                    disabled={change.isPending}
+                    title="Starts now; the unused part of this period is credited on the invoice"
+                  >
+                    Upgrade to {p.name} now
+                  </button>
+                ) : (
+                  <button
+                    key={p.id}
+                    type="button"
+                    onClick={() => change.mutate(p.id)}
+                    disabled={change.isPending || s.next_plan === p.id}
+                    title="Takes effect at the end of this period"
+                  >
+                    Downgrade to {p.name} at period end
+                  </button>
+                ),
+              )}
+            </p>
+          )}
+          {(s.status === 'active' || s.status === 'past_due') && others.length > 0 && (
+            <p className="hint">
+              An upgrade starts a new period now and credits the unused part of this one; a downgrade takes
+              effect when this period ends.
             </p>
           )}
           <form
@@ -238,6 +278,158 @@ export function InvoicesSection() {
           </p>
         </article>
       )}
+    </Section>
+  );
+}
+
+/** Who the invoices are made out to: optional name, address and tax id. */
+export function BillingDetailsSection() {
+  const client = useQueryClient();
+  const details = useQuery({
+    queryKey: ['billing-details'],
+    queryFn: () =>
+      api<{ name: string | null; address: string | null; tax_id: string | null }>('/api/billing/details'),
+  });
+  const [edit, setEdit] = useState<{ name: string; address: string; tax_id: string } | undefined>();
+  const shown = edit ?? {
+    name: details.data?.name ?? '',
+    address: details.data?.address ?? '',
+    tax_id: details.data?.tax_id ?? '',
+  };
+  const save = useMutation({
+    mutationFn: () =>
+      api('/api/billing/details', {
+        method: 'PUT',
+        body: {
+          name: shown.name.trim() || null,
+          address: shown.address.trim() || null,
+          tax_id: shown.tax_id.trim() || null,
+        },
+      }),
+    onSuccess: () => {
+      setEdit(undefined);
+      void client.invalidateQueries({ queryKey: ['billing-details'] });
+    },
+  });
+  const set = (field: 'name' | 'address' | 'tax_id') => (value: string) =>
+    setEdit({ ...shown, [field]: value });
+  return (
+    <Section title="Billing details">
+      <ErrorMessage error={details.error ?? save.error} />
+      <form
+        className="stacked-form"
+        data-testid="billing-details"
+        onSubmit={(event) => {
+          event.preventDefault();
+          save.mutate();
+        }}
+      >
+        <Field
+          label="Name or company"
+          value={shown.name}
+          onChange={set('name')}
+          autoComplete="organization"
+        />
+        <Field
+          label="Address"
+          value={shown.address}
+          onChange={set('address')}
+          autoComplete="street-address"
+        />
+        <Field label="Tax id" value={shown.tax_id} onChange={set('tax_id')} />
+        <p className="actions">
+          <button type="submit" disabled={save.isPending || edit === undefined}>
+            Save details
+          </button>
+          {save.isSuccess && edit === undefined && <span role="status">Saved; new invoices carry them.</span>}
+        </p>
+      </form>
+    </Section>
+  );
+}
+
+/** The alert types an endpoint may receive beside the payment events. */
+const ALERT_TYPES = [
+  { id: 'balance.low', label: 'Balance below the threshold' },
+  { id: 'key.limit_reached', label: 'A key reaches 80% or 100% of its spending limit' },
+  { id: 'trial.expiring', label: 'Trial credit expires in 3 days' },
+  { id: 'subscription.renewing', label: 'Subscription renews in 3 days' },
+  { id: 'subscription.payment_failed', label: 'A renewal payment failed' },
+] as const;
+
+/** Alerts: the low-balance threshold (e-mail) and which alert types the webhook endpoint receives. */
+export function AlertSettingsSection() {
+  const client = useQueryClient();
+  const settings = useQuery({
+    queryKey: ['alert-settings'],
+    queryFn: () => api<{ low_balance_usd: number | null; webhook_events: string[] }>('/api/billing/alerts'),
+  });
+  const [edit, setEdit] = useState<{ low: string; events: string[] } | undefined>();
+  const shown = edit ?? {
+    low:
+      settings.data?.low_balance_usd === null || !settings.data ? '' : String(settings.data.low_balance_usd),
+    events: settings.data?.webhook_events ?? [],
+  };
+  const save = useMutation({
+    mutationFn: () =>
+      api('/api/billing/alerts', {
+        method: 'PUT',
+        body: {
+          low_balance_usd: shown.low.trim() === '' ? null : Number(shown.low),
+          webhook_events: shown.events,
+        },
+      }),
+    onSuccess: () => {
+      setEdit(undefined);
+      void client.invalidateQueries({ queryKey: ['alert-settings'] });
+    },
+  });
+  return (
+    <Section title="Alerts">
+      <ErrorMessage error={settings.error ?? save.error} />
+      <form
+        className="stacked-form"
+        data-testid="alert-settings"
+        onSubmit={(event) => {
+          event.preventDefault();
+          save.mutate();
+        }}
+      >
+        <Field
+          label="E-mail me when my balance falls below (USD; empty for never)"
+          type="number"
+          min={0}
+          step="0.01"
+          value={shown.low}
+          onChange={(low) => setEdit({ ...shown, low })}
+        />
+        <fieldset className="checks">
+          <legend>Also send these to my webhook endpoint (payment events are always sent)</legend>
+          {ALERT_TYPES.map((type) => (
+            <label key={type.id}>
+              <input
+                type="checkbox"
+                checked={shown.events.includes(type.id)}
+                onChange={(event) =>
+                  setEdit({
+                    ...shown,
+                    events: event.target.checked
+                      ? [...shown.events, type.id]
+                      : shown.events.filter((e) => e !== type.id),
+                  })
+                }
+              />{' '}
+              {type.label} <code>{type.id}</code>
+            </label>
+          ))}
+        </fieldset>
+        <p className="actions">
+          <button type="submit" disabled={save.isPending || edit === undefined}>
+            Save alerts
+          </button>
+          {save.isSuccess && edit === undefined && <span role="status">Saved.</span>}
+        </p>
+      </form>
     </Section>
   );
 }

@@ -3,6 +3,7 @@
 // clock, and open and download an invoice. Screenshots at 1280 and 390 wide when TOLLGATE_SCREENSHOTS is set.
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -138,6 +139,9 @@ describe(
       assert.equal(settings.lowBalanceMicros, 5_000_000);
       assert.deepEqual([...settings.events].sort(), ['balance.low', 'key.limit_reached']);
       await billing();
+      // The page fills its forms when their settings arrive: wait (up to 5 s) for them before reading the fields.
+      const threshold = alerts.getByLabel(/balance falls below/);
+      for (let tries = 0; tries < 50 && (await threshold.inputValue()) !== '5'; tries++) await delay(100);
       assert.equal(await alerts.getByLabel(/balance falls below/).inputValue(), '5');
       assert.ok(await alerts.getByRole('checkbox', { name: /key\.limit_reached/ }).isChecked());
       assert.equal(await details.getByLabel('Tax id').inputValue(), 'ZA4123456789');

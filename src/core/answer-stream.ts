@@ -11,7 +11,10 @@ import { ProviderError } from './provider-error.ts';
 import type { EventBatch } from './stream-event.ts';
 
 /** Opens the canonical form: `provider.stream`, delivered once its first batch arrived. */
-export const openEvents: StreamOpener = async (provider, call) => {
+export const openEvents = async (
+  provider: Provider,
+  call: ProviderCall,
+): Promise<AnswerStream & { lane: 'events' }> => {
   const iterator = provider.stream(call)[Symbol.asyncIterator]();
   const first = await iterator.next();
   if (first.done) throw new ProviderError('protocol', 'upstream stream was empty');

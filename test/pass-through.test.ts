@@ -55,7 +55,7 @@ describe('postEvents: the fast path reader on a real socket', () => {
     const batches: string[][] = [];
     const ended = new Promise<ProviderError | undefined>((resolve) =>
       stream.start({
-        chunks: (batch) => (batches.push(textOf(batch)), take(batches.length - 1)),
+        batch: (batch) => (batches.push(textOf(batch)), take(batches.length - 1)),
         end: resolve,
       }),
     );

@@ -1,7 +1,6 @@
 import type { ChatCompletion, ChatRequest } from './chat-types.ts';
 import type { PassChunk } from './raw-chunk.ts';
 import type { EventBatch } from './stream-event.ts';
-import type { ProviderError } from './provider-error.ts';
 
 export interface ProviderCall {
   request: ChatRequest;
@@ -50,23 +49,40 @@ export interface PassThroughProvider extends Provider {
 export const offersPassThrough = (provider: Provider): provider is PassThroughProvider =>
   typeof (provider as Partial<PassThroughProvider>).passThrough === 'function';
 
-/** Receives a pass-through stream's chunks as each upstream read completes them. */
-export interface PassThroughHandler {
-  /** The chunks one upstream read completed, in order; false pauses the stream until `resume()`. */
-  chunks(batch: PassChunk[]): boolean;
+/** Receives an opened stream's batches as each upstream read completes them. */
+export interface StreamHandler<B> {
+  /** The batch one upstream read completed; false pauses the stream until `resume()`. */
+  batch(batch: B): boolean;
   /** The stream is over: after its terminal event, or with the failure (a ProviderError). Called once. */
-  end(failure: ProviderError | undefined): void;
+  end(failure: unknown): void;
 }
 
 /**
- * A stream whose upstream speaks the client's protocol (chat completions), read without an async step per chunk:
- * the first chunks are there when it opens, the rest go to the handler given to `start`.
+ * An answer stream that has delivered its first read (the router counts it as delivered then), pushing the rest to
+ * the handler given to `start`: no promise per batch where the upstream reader is push-based.
  */
-export interface PassThroughStream {
-  /** The chunks of the read that brought the first one. */
-  readonly first: PassChunk[];
+export interface OpenedStream<B> {
+  /** The batch of the read that opened it. */
+  readonly first: B;
   /** Hands everything after `first` to `handler`, as it arrives. */
-  start(handler: PassThroughHandler): void;
-  /** Goes on after `chunks` returned false. */
+  start(handler: StreamHandler<B>): void;
+  /** Goes on after `batch` returned false. */
   resume(): void;
+  /** Lets go of the upstream call if it is still open; nothing more is handed over once the handler has ended. */
+  stop(): void;
 }
+
+/** The fast lane's stream: chat-completion chunks, raw bytes where the scan could keep them so. */
+export type PassThroughStream = OpenedStream<PassChunk[]>;
+export type PassThroughHandler = StreamHandler<PassChunk[]>;
+
+/**
+ * One opened answer, in the form the door took: canonical events (every door can write them), or the fast lane's
+ * chunks (a chat-completions door, from a provider that offers them).
+ */
+export type AnswerStream =
+  | { readonly lane: 'events'; readonly stream: OpenedStream<EventBatch> }
+  | { readonly lane: 'chunks'; readonly stream: PassThroughStream };
+
+/** How a door opens a deployment's stream: which form it takes of what the provider offers. */
+export type StreamOpener = (provider: Provider, call: ProviderCall) => Promise<AnswerStream>;

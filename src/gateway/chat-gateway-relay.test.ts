@@ -20,7 +20,13 @@ import { chatRequestOf } from '../core/testing.ts';
 import { chatCompletionsSink } from '../http/sse-sink.ts';
 import type { TextSink } from './stream-sink.ts';
 import { type PassChunk, RawChunk } from '../core/raw-chunk.ts';
-import { type PassThroughHandler, type PassThroughStream } from '../core/provider.ts';
+import {
+  type PassThroughHandler,
+  type PassThroughStream,
+  type Provider,
+  type ProviderCall,
+  type StreamOpener,
+} from '../core/provider.ts';
 import { ProviderError } from '../core/provider-error.ts';
 
 const MODEL: ModelConfig = {
@@ -161,20 +167,40 @@ function setup(
           },
         }),
   };
+  // The deployment's provider: its stream's first read, then the upstream iterator; the fast lane when given.
+  const provider = {
+    id: 'sim',
+    stream: (): AsyncIterable<EventBatch> => ({
+      [Symbol.asyncIterator]: () => {
+        let opened = false;
+        return {
+          ...upstreamRest,
+          next: () =>
+            opened
+              ? upstreamRest.next()
+              : ((opened = true), Promise.resolve({ done: false as const, value: first as EventBatch })),
+        };
+      },
+    }),
+    ...(options.passThrough === undefined
+      ? {}
+      : { passThrough: async (call: ProviderCall) => options.passThrough!(call.signal) }),
+  } as unknown as Provider;
   const router = {
     openStream: async (
-      _request: ChatRequest,
+      request: ChatRequest,
       signal: AbortSignal,
-      _defaultMaxTokens: number,
-      passThrough: boolean,
+      defaultMaxTokens: number,
+      _account: string | undefined,
+      _observer: unknown,
+      open: StreamOpener,
     ) => {
       signals.push(signal);
-      upstream.fastPathAsked.push(passThrough);
       if (options.openFails) throw options.openFails;
+      const result = await open(provider, { request, upstreamModel: 'model-b', signal, defaultMaxTokens });
+      upstream.fastPathAsked.push(result.lane === 'chunks');
       return {
-        result: options.passThrough
-          ? { passThrough: options.passThrough(signal) }
-          : { first: first as EventBatch, rest: upstreamRest },
+        result,
         deployment: 'sim/model-b',
         provider: 'sim',
         attempts: 1,
@@ -527,8 +553,11 @@ describe('letting go of the upstream call', () => {
     }
   });
 
-  it('asks the router for the fast path only when the front door offers it', async () => {
-    const { gateway, admitted, upstream } = setup([[start, text('a')], [finish('stop')]]);
+  it('takes the fast lane only when the front door offers it', async () => {
+    // The provider offers the fast lane; the door takes the canonical events.
+    const { gateway, admitted, upstream } = setup([[start, text('a')], [finish('stop')]], {
+      passThrough: (signal) => new FastUpstream(signal, [rawChunk('a')], []),
+    });
     const door = sse(new Sink(), admitted);
     delete door.passThrough;
     await gateway.streamAnswer(admitted, door);
@@ -612,6 +641,8 @@ class FastUpstream implements PassThroughStream {
     else setImmediate(() => this.#read());
   }
 
+  stop(): void {}
+
   resume(): void {
     if (!this.#paused) {
       this.misuse.push('resume while not paused');
@@ -629,7 +660,7 @@ class FastUpstream implements PassThroughStream {
     const read = this.#reads[index];
     if (read === undefined) return this.#end(undefined);
     if (read instanceof Error) return this.#end(read);
-    if (this.#handler!.chunks(read)) setImmediate(() => this.#read());
+    if (this.#handler!.batch(read)) setImmediate(() => this.#read());
     else {
       this.#paused = true;
       this.pauses++;

@@ -9,7 +9,8 @@ import type { SettlementQueue } from '../billing/settlement-queue.ts';
 import type { Config, ModelConfig } from '../core/config.ts';
 import type { Limiter, LimitSet, RateLimits } from '../core/rate-limits.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import type { PassThroughStream } from '../core/provider.ts';
+import type { OpenedStream } from '../core/provider.ts';
+import { openEvents, openFastest } from '../core/answer-stream.ts';
 import type { Router } from '../routing/router.ts';
 import { GatewayError } from '../core/gateway-error.ts';
 import type { Clock } from '../core/ids.ts';
@@ -28,7 +29,7 @@ import { knownParams } from '../core/known-params.ts';
 import { parseChatRequest } from './parse-chat-request.ts';
 import { choicesOf, refuseChoicesFor } from '../core/choices.ts';
 import { type PassChunk, RawChunk, RawText } from '../core/raw-chunk.ts';
-import type { EventBatch, StreamEvent } from '../core/stream-event.ts';
+import type { EventBatch } from '../core/stream-event.ts';
 import type { AnswerFacts, StreamSink } from './stream-sink.ts';
 import { utcDay } from '../core/time.ts';
 import { withoutUpstreamJson } from '../core/upstream-json.ts';
@@ -309,9 +310,9 @@ export class ChatGateway {
   }
 
   /**
-   * Streams the answer to the sink as canonical events, each upstream read's batch as it arrives (or, on the fast
-   * path, its chunks). Failures before the first event throw (the caller answers with an error status); after it,
-   * they end the stream with one error event.
+   * Streams the answer to the sink in the form its door took (canonical events, or the fast lane's chunks), each
+   * upstream read's batch as it arrives. Failures before the first read throw (the caller answers with an error
+   * status); after it, they end the stream with one error event.
    */
   async streamAnswer(admitted: Admitted, sink: StreamSink): Promise<void> {
     const { request, model, promptTokens, ctx } = admitted;
@@ -323,9 +324,9 @@ export class ChatGateway {
         request,
         abort.signal,
         model.defaultMaxTokens,
-        sink.passThrough !== undefined,
         ctx.account.id,
         ctx.trace,
+        sink.passThrough !== undefined ? openFastest : openEvents,
       );
     } catch (error) {
       this.#finish(admitted, this.#failed(admitted, abort.signal.aborted));
@@ -336,25 +337,19 @@ export class ChatGateway {
     this.#o.metrics.overhead.observe(overheadMs / 1000);
     sink.open({ rateLimits: admitted.rateLimits, overheadMs, costMicros: undefined });
 
-    const relay: RelayState = { generated: '', usage: undefined, trace: ctx.trace };
+    const meter = new StreamMeter(request.model, ctx.trace);
+    const answer = opened.result;
     let status: UsageStatus = 'ok';
-    const stream = opened.result;
-    let failure: unknown;
-    if (stream.passThrough !== undefined) {
-      failure = await this.#passThrough(stream.passThrough, request, sink, relay);
-    } else {
-      try {
-        await this.#relay(stream.first, request, sink, relay);
-        for (;;) {
-          const next = await stream.rest.next();
-          if (next.done) break;
-          if (sink.closed) break;
-          await this.#relay(next.value, request, sink, relay);
-        }
-      } catch (error) {
-        failure = error ?? new Error('stream failed');
-      }
-    }
+    const failure =
+      answer.lane === 'chunks'
+        ? await this.#relay(answer.stream, sink, (batch) => {
+            meter.chunks(batch);
+            return sink.passThrough!(batch, request.model);
+          })
+        : await this.#relay(answer.stream, sink, (batch) => {
+            meter.events(batch);
+            return sink.events(batch);
+          });
     if (failure !== undefined && !abort.signal.aborted && !sink.closed) {
       status = 'error';
       this.#o.logger.warn(
@@ -368,13 +363,13 @@ export class ChatGateway {
       );
     }
     if (sink.closed) status = 'cancelled';
-    // A stream left before its end lets go of its upstream call (a no-op for one that already failed): a body
-    // nobody reads is paused, and a paused body's idle timer does not run.
-    if (status !== 'ok' && stream.passThrough === undefined) void stream.rest.return?.().catch(() => {});
-    const estimated = !isUsage(relay.usage);
-    const kinds = isUsage(relay.usage)
-      ? kindsOfUsage(relay.usage)
-      : plainKinds(promptTokens, countTextTokens(relay.generated));
+    // A stream left before its end lets go of its upstream call.
+    if (status !== 'ok') answer.stream.stop();
+    const usage = meter.usage;
+    const estimated = !isUsage(usage);
+    const kinds = isUsage(usage)
+      ? kindsOfUsage(usage)
+      : plainKinds(promptTokens, countTextTokens(meter.generated()));
     if (status === 'ok') sink.complete(usageOfKinds(kinds));
     const { journaled } = this.#finish(admitted, {
       status,
@@ -389,57 +384,41 @@ export class ChatGateway {
     sink.end();
   }
 
-  /** One upstream read's canonical events: metered, then handed to the front door in one call. */
-  async #relay(batch: EventBatch, request: ChatRequest, sink: StreamSink, state: RelayState): Promise<void> {
-    for (const event of batch) meterEvent(event, state);
-    if (!sink.events(batch)) await sink.drain(this.#o.config.timeouts.idleStreamMs);
-  }
-
   /**
-   * The fast path: the chunks of each upstream read are metered and handed to the sink in one call, from the
-   * stream's own callback (no promise per chunk); a client not keeping up pauses the upstream until it drains.
-   * Resolves with the failure that ended the stream, or undefined after its terminal event.
+   * The one relay, whatever the form: each upstream read's batch is metered and handed to the sink in one call
+   * (`write`), from the stream's own callback (no promise per batch on a push-based reader); a client not keeping
+   * up pauses the upstream until it drains. Resolves with the failure that ended the stream, or undefined after
+   * its terminal event.
    */
-  #passThrough(
-    stream: PassThroughStream,
-    request: ChatRequest,
-    sink: StreamSink,
-    state: RelayState,
-  ): Promise<unknown> {
+  #relay<B>(stream: OpenedStream<B>, sink: StreamSink, write: (batch: B) => boolean): Promise<unknown> {
     const idleMs = this.#o.config.timeouts.idleStreamMs;
-    // Raw chunks' text stays bytes until the end (it is needed only if the upstream sends no usage).
-    const rawText = new RawText();
-    const relay = (batch: readonly PassChunk[]): boolean => {
-      // A client that left: the abort is on its way (sink.onClose), nothing more is written.
-      if (sink.closed) return true;
-      for (let i = 0; i < batch.length; i++) {
-        const chunk = batch[i]!;
-        if (chunk instanceof RawChunk) {
-          rawText.add(chunk);
-          state.trace?.answered(rawChunkFacts(chunk));
-        } else {
-          state.generated += rawText.take();
-          meter(chunk, request, state);
-        }
+    const relay = (batch: B): boolean => {
+      // A client that left: nothing more is written, and the upstream call is let go of.
+      if (sink.closed) {
+        stream.stop();
+        return true;
       }
-      return sink.passThrough!(batch, request.model);
+      return write(batch);
     };
-    // One promise per stream, its end: the first read's chunks go out in this call unless the client is full.
+    // One promise per stream, its end: the first read's batch goes out in this call unless the client is full.
     const follow = (): Promise<unknown> =>
       new Promise((resolve) => {
         stream.start({
-          chunks(batch) {
+          batch(batch) {
             if (relay(batch)) return true;
             void sink.drain(idleMs).then(() => stream.resume());
             return false;
           },
-          end(failure) {
-            state.generated += rawText.take();
-            resolve(failure);
-          },
+          end: resolve,
         });
       });
-    return relay(stream.first) ? follow() : sink.drain(idleMs).then(follow);
+    let opened: boolean;
+    try {
+      opened = relay(stream.first);
+    } catch (error) {
+      return Promise.resolve(error ?? new Error('stream failed'));
+    }
+    return opened ? follow() : sink.drain(idleMs).then(follow);
   }
 
   /** A request that got no answer: nothing generated; a client that left after it went upstream pays its prompt. */
@@ -519,46 +498,76 @@ export class ChatGateway {
   }
 }
 
-interface RelayState {
-  generated: string;
+/**
+ * What a streamed answer counts toward its charge, from either form: the upstream's usage, or the text to estimate
+ * from; and the trace's facts. Chunks get the public model id here.
+ */
+class StreamMeter {
   usage: ChatChunk['usage'];
-  trace: RequestTrace | undefined;
-}
+  #generated = '';
+  /** Raw chunks' text stays bytes until the end (it is needed only if the upstream sends no usage). */
+  readonly #rawText = new RawText();
+  readonly #model: string;
+  readonly #trace: RequestTrace | undefined;
 
-/** Counts a canonical event toward the answer: the upstream's usage, or the text to estimate from. */
-function meterEvent(event: StreamEvent, state: RelayState): void {
-  switch (event.type) {
-    case 'text':
-      state.generated += event.text;
-      break;
-    case 'tool':
-      state.generated += (event.name ?? '') + event.args;
-      break;
-    case 'usage':
-      state.usage = event.usage;
-      break;
-    case 'start':
-      state.trace?.answered({ id: event.id });
-      break;
-    case 'finish':
-      state.trace?.answered({ finishReasons: [event.reason] });
-      break;
-    default:
-      break;
+  constructor(model: string, trace: RequestTrace | undefined) {
+    this.#model = model;
+    this.#trace = trace;
   }
-}
 
-/** The fast path's metering of a parsed chunk (as meterEvent; raw chunks' text is kept in a RawText): its usage,
- * or the text to estimate from; it gets the public id. */
-function meter(chunk: ChatChunk, request: ChatRequest, state: RelayState): void {
-  state.trace?.answered(chunkFacts(chunk));
-  chunk.model = request.model;
-  if (isUsage(chunk.usage)) state.usage = chunk.usage;
-  for (const choice of chunk.choices) {
-    const delta = choice.delta;
-    if (typeof delta?.content === 'string') state.generated += delta.content;
-    for (const call of delta?.tool_calls ?? [])
-      state.generated += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+  events(batch: EventBatch): void {
+    for (const event of batch) {
+      switch (event.type) {
+        case 'text':
+          this.#generated += event.text;
+          break;
+        case 'tool':
+          this.#generated += (event.name ?? '') + event.args;
+          break;
+        case 'usage':
+          this.usage = event.usage;
+          break;
+        case 'start':
+          this.#trace?.answered({ id: event.id });
+          break;
+        case 'finish':
+          this.#trace?.answered({ finishReasons: [event.reason] });
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  chunks(batch: readonly PassChunk[]): void {
+    for (let i = 0; i < batch.length; i++) {
+      const chunk = batch[i]!;
+      if (chunk instanceof RawChunk) {
+        this.#rawText.add(chunk);
+        this.#trace?.answered(rawChunkFacts(chunk));
+      } else {
+        this.#generated += this.#rawText.take();
+        this.#chunk(chunk);
+      }
+    }
+  }
+
+  /** The answer's text so far, for an estimate. */
+  generated(): string {
+    this.#generated += this.#rawText.take();
+    return this.#generated;
+  }
+
+  #chunk(chunk: ChatChunk): void {
+    this.#trace?.answered(chunkFacts(chunk));
+    chunk.model = this.#model;
+    if (isUsage(chunk.usage)) this.usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      const delta = choice.delta;
+      if (typeof delta?.content === 'string') this.#generated += delta.content;
+      for (const call of delta?.tool_calls ?? [])
+        this.#generated += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+    }
   }
 }
 

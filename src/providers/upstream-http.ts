@@ -245,12 +245,15 @@ class EventReader implements Dispatcher.DispatchHandler, PassThroughStream {
     this.resume();
   }
 
+  /** The upstream call is let go of by the call's abort signal, which the caller holds. */
+  stop(): void {}
+
   resume(): void {
     this.#paused = false;
     if (this.#queued.length > 0) {
       const batch = this.#queued;
       this.#queued = [];
-      if (!this.#handler!.chunks(batch)) {
+      if (!this.#handler!.batch(batch)) {
         this.#paused = true;
         this.#controller?.pause();
         return;
@@ -356,7 +359,7 @@ class EventReader implements Dispatcher.DispatchHandler, PassThroughStream {
         // Nobody to take them yet (or not keeping up): they wait, and the upstream waits with them.
         for (const chunk of batch) this.#queued.push(chunk);
         this.#controller?.pause();
-      } else if (!this.#handler.chunks(batch)) {
+      } else if (!this.#handler.batch(batch)) {
         this.#paused = true;
         this.#controller?.pause();
       }

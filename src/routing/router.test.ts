@@ -533,12 +533,20 @@ describe('Router: streams', () => {
       providers: [new ScriptedProvider('a', ['ok'], 3)],
     });
     const opened = await router.openStream({ ...chat(), stream: true }, signal(), 256);
-    const stream = opened.result;
-    if (stream.passThrough !== undefined) assert.fail('no fast path was asked for');
-    assert.deepEqual(stream.first, [{ type: 'text', text: '0' }]);
+    const answer = opened.result;
+    if (answer.lane !== 'events') assert.fail('no fast lane was asked for');
+    assert.deepEqual(answer.stream.first, [{ type: 'text', text: '0' }]);
     const rest: string[] = [];
-    for (let next = await stream.rest.next(); !next.done; next = await stream.rest.next())
-      for (const event of next.value) if (event.type === 'text') rest.push(event.text);
+    const failure = await new Promise<unknown>((resolve) =>
+      answer.stream.start({
+        batch(batch) {
+          for (const event of batch) if (event.type === 'text') rest.push(event.text);
+          return true;
+        },
+        end: resolve,
+      }),
+    );
+    assert.equal(failure, undefined);
     assert.deepEqual(rest, ['1', '2']);
   });
 

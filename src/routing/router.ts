@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeploymentConfig, ModelConfig, RoutingConfig } from '../core/config.ts';
 import type { ChatCompletion, ChatRequest } from '../core/chat-types.ts';
-import type { EventBatch } from '../core/stream-event.ts';
-import { offersPassThrough, type PassThroughStream, type Provider } from '../core/provider.ts';
+import type { AnswerStream, Provider, StreamOpener } from '../core/provider.ts';
+import { openEvents } from '../core/answer-stream.ts';
 import { ProviderError } from '../core/provider-error.ts';
 import { GatewayError } from '../core/gateway-error.ts';
 import type { Clock } from '../core/ids.ts';
@@ -44,14 +44,6 @@ export interface Attempted<T> {
   /** When the successful upstream call started (performance.now()). */
   upstreamStartedAt: number;
 }
-
-/**
- * A stream as batches of canonical events (the first batch, then the rest), or (`passThrough`) the fast path's,
- * when the deployment's provider has one.
- */
-export type OpenedStream =
-  | { first: EventBatch; rest: AsyncIterator<EventBatch>; passThrough?: undefined }
-  | { passThrough: PassThroughStream };
 
 export interface RouterEvents {
   upstreamError(deployment: string, provider: string, failure: string): void;
@@ -128,34 +120,27 @@ export class Router {
   }
 
   /**
-   * A stream from the first deployment that delivers a first chunk; the rest is the caller's to read. With
-   * `passThrough` (the client speaks chat completions), a deployment whose provider has the fast path uses it.
+   * A stream from the first deployment that delivers a first read; the rest is the caller's to take. `open` is the
+   * door's choice of form (the canonical events unless it takes another the provider offers).
    */
   openStream(
     request: ChatRequest,
     signal: AbortSignal,
     defaultMaxTokens: number,
-    passThrough = false,
     account?: string,
     observer?: AttemptObserver,
-  ): Promise<Attempted<OpenedStream>> {
-    return this.#attempt(request, signal, true, account, observer, async (deployment, shaped, headers) => {
-      const call = {
+    open: StreamOpener = openEvents,
+  ): Promise<Attempted<AnswerStream>> {
+    return this.#attempt(request, signal, true, account, observer, (deployment, shaped, headers) =>
+      open(deployment.provider, {
         request: shaped,
         upstreamModel: deployment.config.upstreamModel,
         signal,
         defaultMaxTokens,
         headers,
         account,
-      };
-      if (passThrough && offersPassThrough(deployment.provider))
-        return { passThrough: await deployment.provider.passThrough(call) };
-      const chunks = deployment.provider.stream(call);
-      const iterator = chunks[Symbol.asyncIterator]();
-      const first = await iterator.next();
-      if (first.done) throw new ProviderError('protocol', 'upstream stream was empty');
-      return { first: first.value, rest: iterator };
-    });
+      }),
+    );
   }
 
   /** Each deployment's circuit state, recent error rate and latency; calls no upstream. */

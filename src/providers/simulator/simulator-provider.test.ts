@@ -257,7 +257,7 @@ describe('the simulator’s pass-through stream', () => {
     });
     const chunks = [...stream.first];
     await new Promise<void>((resolve) =>
-      stream.start({ chunks: (batch) => (chunks.push(...batch), true), end: () => resolve() }),
+      stream.start({ batch: (batch) => (chunks.push(...batch), true), end: () => resolve() }),
     );
     const events: StreamEvent[] = [];
     chunks.forEach((chunk, i) => {
@@ -305,7 +305,7 @@ describe('the simulator’s paced pass-through stream', () => {
     let paused = false;
     const failure = await new Promise<unknown>((resolve) =>
       stream.start({
-        chunks(batch) {
+        batch(batch) {
           batches.push(batch);
           at.push(performance.now());
           // The second batch pauses the stream for 30 ms.
@@ -335,7 +335,7 @@ describe('the simulator’s paced pass-through stream', () => {
     let ended = false;
     const failure = await new Promise<unknown>((resolve) =>
       stream.start({
-        chunks() {
+        batch() {
           if (ended) after += 1;
           abort.abort();
           return true;

@@ -435,7 +435,7 @@ function passThrough(plan: PassPlan, signal: AbortSignal): Promise<PassThroughSt
       } else end(aborted);
     };
     const fire = (): void => {
-      if (!handler!.chunks(dueNow())) paused = true;
+      if (!handler!.batch(dueNow())) paused = true;
       go();
     };
     // Schedules the next batch, or ends the stream; nothing while paused (resume goes on).
@@ -463,6 +463,8 @@ function passThrough(plan: PassPlan, signal: AbortSignal): Promise<PassThroughSt
         paused = false;
         go();
       },
+      // The call's abort signal ends it.
+      stop() {},
     };
     if (signal.aborted) return reject(new ProviderError('aborted', 'request aborted'));
     signal.addEventListener('abort', onAbort, { once: true });

@@ -74,7 +74,10 @@ describe('Metrics histograms', () => {
       /tollgate_chat_request_duration_seconds_bucket\{le="0.025",model="model-x",provider="mock"\} 1\n/,
     );
     assert.match(text, /tollgate_chat_request_duration_seconds_count\{model="model-x",provider="mock"\} 2\n/);
-    assert.match(text, /tollgate_chat_time_to_first_token_seconds_count\{model="model-x",provider="mock"\} 1\n/);
+    assert.match(
+      text,
+      /tollgate_chat_time_to_first_token_seconds_count\{model="model-x",provider="mock"\} 1\n/,
+    );
     assert.match(text, /tollgate_gateway_overhead_seconds_bucket\{le="0.0005"\} 1\n/);
     assert.match(text, /tollgate_chat_requests_total\{model="model-x",provider="mock",status="ok"\} 2\n/);
   });

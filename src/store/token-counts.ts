@@ -56,4 +56,3 @@ export function presentKinds(promptTokens: number, kinds: KindCounts): Record<st
     reasoning_tokens: kinds.reasoningTokens,
   };
 }
-

@@ -155,7 +155,12 @@ const REASONING_TOKENS = 48;
  * choice's answer, and for a reasoning model the reasoning before it, within the token limit (so an answer never
  * costs more than its hold).
  */
-function simulatedUsage(call: ProviderCall, answers: Answer[], promptTokens: number, cache: PrefixCache): Usage {
+function simulatedUsage(
+  call: ProviderCall,
+  answers: Answer[],
+  promptTokens: number,
+  cache: PrefixCache,
+): Usage {
   const known = knownParams(call.request.body);
   const scope = `${call.account ?? ''}\u0000${call.upstreamModel}`;
   const cached = cache.use(scope, call.request.messages, known.tools, promptTokens);
@@ -191,7 +196,9 @@ const promptTokensOf = (call: ProviderCall): number | Promise<number> =>
   );
 
 function begin(call: ProviderCall, promptTokens: number, cache: PrefixCache): Begun {
-  const answers = Array.from({ length: choicesOf(call.request) }, (_, choice) => compose(call.request, choice));
+  const answers = Array.from({ length: choicesOf(call.request) }, (_, choice) =>
+    compose(call.request, choice),
+  );
   return {
     answer: answers[0]!,
     answers,

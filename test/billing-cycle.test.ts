@@ -283,23 +283,25 @@ for (const variant of variants) {
       assert.equal(unknown.status, 404);
     });
 
-    it('the CLI moves the billing clock by e-mail address', { skip: variant.name !== 'sqlite' }, async () => {
-      const { key, email } = await customer();
-      await subscribe(key, 'starter');
-      // Asynchronously: the server answering the CLI runs in this process.
-      const run = await promisify(execFile)(
-        process.execPath,
-        [BIN, 'billing', 'advance', email, '30', '--json'],
-        {
-          env: { ...process.env, NO_COLOR: '1', TOLLGATE_URL: a.url, TOLLGATE_ADMIN_KEY: ADMIN_KEY },
-          encoding: 'utf8',
-        },
-      );
-      const answer = JSON.parse(run.stdout);
-      assert.equal(answer.subscription.status, 'active');
-      assert.ok(Date.parse(answer.billing_time) >= Date.now() + 30 * DAY - 60_000);
-      assert.equal((await a.call('GET', '/api/invoices', { key })).body.data.length, 2, 'renewed once');
-    });
+    // The CLI talks to one server over HTTP: the store behind it does not matter, so it runs once.
+    if (variant.name === 'sqlite')
+      it('the CLI moves the billing clock by e-mail address', async () => {
+        const { key, email } = await customer();
+        await subscribe(key, 'starter');
+        // Asynchronously: the server answering the CLI runs in this process.
+        const run = await promisify(execFile)(
+          process.execPath,
+          [BIN, 'billing', 'advance', email, '30', '--json'],
+          {
+            env: { ...process.env, NO_COLOR: '1', TOLLGATE_URL: a.url, TOLLGATE_ADMIN_KEY: ADMIN_KEY },
+            encoding: 'utf8',
+          },
+        );
+        const answer = JSON.parse(run.stdout);
+        assert.equal(answer.subscription.status, 'active');
+        assert.ok(Date.parse(answer.billing_time) >= Date.now() + 30 * DAY - 60_000);
+        assert.equal((await a.call('GET', '/api/invoices', { key })).body.data.length, 2, 'renewed once');
+      });
 
     const spentMicros = async (accountId: string): Promise<number> => {
       await a.services.settlements.flush();
